@@ -1,0 +1,3 @@
+/* Placeholder until the planner lands. */
+#include <bufplan.h>
+int main(void) { return 0; }

@@ -1,0 +1,402 @@
+/*
+ * bufplan — static buffer planning for computation graphs.
+ *
+ * One header for the whole library.  The pipeline is
+ *
+ *     graph (builder API, JSON, ONNX)  ->  schedule (a topological order)
+ *       ->  lifetimes  ->  assignment (offsets in one arena)  ->  plan
+ *       ->  verify / save / run (pool + executor)
+ *
+ * Every function that can fail returns a bp_status and fills the caller's
+ * bp_error (which may be NULL) with a message that names the file, the op or
+ * the tensor, and what is wrong.  Nothing here aborts on bad input.
+ *
+ * Objects are opaque and freed by their matching _free call.  The caller may
+ * supply an allocator (bp_allocator) to bp_graph_new(); everything derived from
+ * that graph (plans, schedules) uses the same allocator.  There is no global
+ * mutable state.
+ */
+#ifndef BUFPLAN_H
+#define BUFPLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BP_VERSION_MAJOR 0
+#define BP_VERSION_MINOR 1
+#define BP_VERSION_PATCH 0
+#define BP_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------ errors */
+
+typedef enum bp_status {
+    BP_OK = 0,
+    BP_ERR_NOMEM,        /* an allocation failed */
+    BP_ERR_INVALID,      /* bad input: malformed file, inconsistent graph */
+    BP_ERR_IO,           /* a file could not be read or written */
+    BP_ERR_USAGE,        /* bad argument to an API call */
+    BP_ERR_BUDGET,       /* no plan fits the memory budget */
+    BP_ERR_VERIFY,       /* a plan failed verification */
+    BP_ERR_UNSUPPORTED,  /* an operator or feature bufplan does not know */
+    BP_ERR_LIMIT,        /* a resource limit (tensors, ops, rank...) was hit */
+    BP_ERR_EXHAUSTED,    /* a pool ran out of memory */
+    BP_ERR_KERNEL,       /* a caller's kernel reported an error */
+    BP_ERR_TIMEOUT       /* a search hit its time limit without a result */
+} bp_status;
+
+typedef struct bp_error {
+    bp_status status;
+    char msg[1024];
+} bp_error;
+
+/* A short name for a status ("invalid input", "out of memory", ...). */
+const char *bp_status_str(bp_status s);
+/* The library version, "MAJOR.MINOR.PATCH". */
+const char *bp_version(void);
+
+/* --------------------------------------------------------------- allocator */
+
+/* Caller-supplied allocator.  alloc/realloc return NULL on failure; free
+ * accepts NULL.  `size` arguments are the sizes previously requested. */
+typedef struct bp_allocator {
+    void *(*alloc)(void *ctx, size_t size);
+    void *(*realloc)(void *ctx, void *ptr, size_t old_size, size_t new_size);
+    void (*free)(void *ctx, void *ptr, size_t size);
+    void *ctx;
+} bp_allocator;
+
+/* ------------------------------------------------------------------- graph */
+
+typedef struct bp_graph bp_graph;
+
+typedef enum bp_dtype {
+    BP_DT_UNKNOWN = 0,
+    BP_DT_F64, BP_DT_F32, BP_DT_F16, BP_DT_BF16,
+    BP_DT_I64, BP_DT_I32, BP_DT_I16, BP_DT_I8,
+    BP_DT_U64, BP_DT_U32, BP_DT_U16, BP_DT_U8,
+    BP_DT_BOOL, BP_DT_C64, BP_DT_C128, BP_DT_F8,
+    BP_DT_COUNT
+} bp_dtype;
+
+/* Element size in bytes (0 for BP_DT_UNKNOWN). */
+size_t bp_dtype_size(bp_dtype dt);
+/* "f32", "i64", ... */
+const char *bp_dtype_name(bp_dtype dt);
+/* Parses "f32", "float32", "float", "int64", ...; BP_DT_UNKNOWN if unknown. */
+bp_dtype bp_dtype_parse(const char *s);
+
+/* Tensor roles.  A tensor is planned (in the arena) unless it is an input or a
+ * weight (external) or has a symbolic size (dynamic).  Outputs are planned and
+ * live to the end of the schedule. */
+enum {
+    BP_TENSOR_INPUT  = 1u << 0,
+    BP_TENSOR_WEIGHT = 1u << 1,
+    BP_TENSOR_OUTPUT = 1u << 2,
+    /* A constant made by an op (ONNX Constant / ConstantOfShape of constant
+     * inputs): kept out of the arena like a weight unless plan_constants. */
+    BP_TENSOR_CONST  = 1u << 3
+};
+
+/* Dimension value for a symbolic dimension in bp_graph_add_tensor_shape(). */
+#define BP_DIM_SYMBOLIC INT64_MIN
+
+/* name: used in messages and written back to JSON; may be NULL. */
+bp_graph *bp_graph_new(const char *name, const bp_allocator *alloc);
+void bp_graph_free(bp_graph *g);
+
+/* Adds a tensor of a known byte size.  Names are unique among tensors. */
+bp_status bp_graph_add_tensor(bp_graph *g, const char *name, uint64_t bytes,
+                              int32_t *id_out, bp_error *err);
+/* Adds a tensor from a shape and dtype.  dims[i] == BP_DIM_SYMBOLIC marks a
+ * symbolic dimension whose name is syms[i] (syms may be NULL otherwise).
+ * A tensor with a symbolic dimension is dynamic until the symbol is bound. */
+bp_status bp_graph_add_tensor_shape(bp_graph *g, const char *name, bp_dtype dt,
+                                    int rank, const int64_t *dims,
+                                    const char *const *syms, int32_t *id_out,
+                                    bp_error *err);
+/* Declares that `tensor` shares the storage of `source` (a view). */
+bp_status bp_graph_set_view(bp_graph *g, int32_t tensor, int32_t source, bp_error *err);
+/* Adds an op.  Each output must not already have a producer; an op may not
+ * read its own output.  cost <= 0 means "unknown" (the cost model decides). */
+bp_status bp_graph_add_op(bp_graph *g, const char *name, const char *type,
+                          int n_inputs, const int32_t *inputs,
+                          int n_outputs, const int32_t *outputs,
+                          double cost, int32_t *id_out, bp_error *err);
+/* Output `out` of `op` may be written over input `in` when `in` dies at `op`. */
+bp_status bp_graph_set_inplace(bp_graph *g, int32_t op, int32_t out, int32_t in, bp_error *err);
+/* Sets role flags (BP_TENSOR_INPUT / WEIGHT / OUTPUT) on a tensor; they add up. */
+bp_status bp_graph_mark(bp_graph *g, int32_t tensor, unsigned flags, bp_error *err);
+/* Appends a backward pass (training): for each forward op, in reverse, a
+ * gradient op that reads the op's saved inputs and the gradient of its
+ * outputs and writes gradients of its inputs (and of the weights it reads).
+ * Forward activations thus live until their gradient op.  Gradients of
+ * weights become graph outputs.  The graph is finalized afterwards. */
+bp_status bp_graph_append_backward(bp_graph *g, bp_error *err);
+/* Binds a symbolic dimension to a value; tensors whose dims are all bound
+ * become static (their bytes are recomputed). */
+bp_status bp_graph_bind_dim(bp_graph *g, const char *sym, int64_t value, bp_error *err);
+/* Checks the graph (producers, undefined tensors, cycles, views) and builds
+ * the consumer index.  Required before planning; adding to a finalized graph
+ * un-finalizes it. */
+bp_status bp_graph_finalize(bp_graph *g, bp_error *err);
+
+/* Queries.  Ids are dense: tensors 0..n_tensors-1, ops 0..n_ops-1. */
+const char *bp_graph_name(const bp_graph *g);
+int32_t bp_graph_n_tensors(const bp_graph *g);
+int32_t bp_graph_n_ops(const bp_graph *g);
+int32_t bp_graph_find_tensor(const bp_graph *g, const char *name); /* -1 if none */
+int32_t bp_graph_find_op(const bp_graph *g, const char *name);     /* -1 if none */
+const char *bp_graph_tensor_name(const bp_graph *g, int32_t t);
+uint64_t bp_graph_tensor_bytes(const bp_graph *g, int32_t t);
+unsigned bp_graph_tensor_flags(const bp_graph *g, int32_t t);
+int bp_graph_tensor_is_dynamic(const bp_graph *g, int32_t t);
+bp_dtype bp_graph_tensor_dtype(const bp_graph *g, int32_t t);
+int bp_graph_tensor_rank(const bp_graph *g, int32_t t);
+/* dims[i] is BP_DIM_SYMBOLIC for an unbound symbol; returns the rank or -1. */
+int bp_graph_tensor_dims(const bp_graph *g, int32_t t, int64_t *dims, int max_rank);
+int32_t bp_graph_tensor_view_of(const bp_graph *g, int32_t t);     /* -1 if none */
+int32_t bp_graph_tensor_producer(const bp_graph *g, int32_t t);    /* -1 if none */
+const char *bp_graph_op_name(const bp_graph *g, int32_t op);
+const char *bp_graph_op_type(const bp_graph *g, int32_t op);
+double bp_graph_op_cost(const bp_graph *g, int32_t op);
+int bp_graph_op_n_inputs(const bp_graph *g, int32_t op);
+int bp_graph_op_n_outputs(const bp_graph *g, int32_t op);
+int32_t bp_graph_op_input(const bp_graph *g, int32_t op, int i);
+int32_t bp_graph_op_output(const bp_graph *g, int32_t op, int i);
+/* Consumers of a tensor (after finalize): returns the count, *ops points into
+ * the graph's own index. */
+int32_t bp_graph_tensor_consumers(const bp_graph *g, int32_t t, const int32_t **ops);
+
+/* JSON graph files (format "bufplan-graph", docs/FORMATS.md). */
+bp_status bp_graph_read_json(const char *path, const bp_allocator *alloc,
+                             bp_graph **out, bp_error *err);
+/* Parses a JSON text; `filename` is only used in messages (may be NULL). */
+bp_status bp_graph_parse_json(const char *text, size_t len, const char *filename,
+                              const bp_allocator *alloc, bp_graph **out, bp_error *err);
+/* Writes the graph as JSON (atomically: temp file + rename). path "-" = stdout. */
+bp_status bp_graph_write_json(const bp_graph *g, const char *path, bp_error *err);
+bp_status bp_graph_write_json_file(const bp_graph *g, FILE *f, bp_error *err);
+
+/* Reads a graph from a file, choosing the reader by content (.onnx models
+ * start with protobuf bytes, JSON with '{').  Returns BP_ERR_UNSUPPORTED for
+ * ONNX when bufplan was built without ONNX support. */
+bp_status bp_graph_read(const char *path, const bp_allocator *alloc,
+                        bp_graph **out, bp_error *err);
+
+/* ------------------------------------------------------------- generators */
+
+typedef struct bp_gen_options {
+    uint64_t seed;      /* deterministic for a given seed */
+    int layers;         /* 0 = the generator's default */
+    int width;          /* channels / hidden size scale, 0 = default */
+    int nodes;          /* randwire nodes per stage, chain length, 0 = default */
+    int seq;            /* transformer sequence length, 0 = default */
+    int batch;          /* batch size, 0 = default (1) */
+    int training;       /* append a backward pass */
+    int symbolic_seq;   /* transformer: make the sequence length a symbol "S" */
+} bp_gen_options;
+
+void bp_gen_options_init(bp_gen_options *o);
+/* kind: chain, diamond, resnet50, unet, transformer, randwire.  The graph is
+ * finalized. */
+bp_status bp_gen(const char *kind, const bp_gen_options *o, const bp_allocator *alloc,
+                 bp_graph **out, bp_error *err);
+/* NULL-terminated list of generator names. */
+const char *const *bp_gen_kinds(void);
+
+/* --------------------------------------------------------------- planning */
+
+typedef enum bp_sched_kind {
+    BP_SCHED_GIVEN = 0, /* the graph's op order (must be topological) */
+    BP_SCHED_KAHN,      /* FIFO topological order */
+    BP_SCHED_DFS,       /* post-order DFS from the outputs */
+    BP_SCHED_LIST,      /* XLA-style list scheduler */
+    BP_SCHED_LPMF,      /* Inductor-style: stay under the high-water mark */
+    BP_SCHED_SEED,      /* alpha*freed/cost + beta*critical-path priority */
+    BP_SCHED_BEST,      /* portfolio + exact DP + local search */
+    BP_SCHED_OPTIMAL,   /* exact search, small graphs */
+    BP_SCHED_COUNT
+} bp_sched_kind;
+
+typedef enum bp_assign_kind {
+    BP_ASSIGN_NAIVE = 0, /* every storage its own bytes, never reused */
+    BP_ASSIGN_COLOR,     /* the seed: interval-graph coloring, one buffer per color */
+    BP_ASSIGN_BESTFIT,   /* offsets in one arena, best-fitting gap */
+    BP_ASSIGN_SEARCH,    /* exact/anytime search for the smallest arena */
+    BP_ASSIGN_COUNT
+} bp_assign_kind;
+
+const char *bp_sched_name(bp_sched_kind k);
+const char *bp_assign_name(bp_assign_kind k);
+/* Returns 0 and sets *out, or -1 if the name is unknown. */
+int bp_sched_parse(const char *s, bp_sched_kind *out);
+int bp_assign_parse(const char *s, bp_assign_kind *out);
+
+typedef struct bp_plan_options {
+    bp_sched_kind sched;     /* default BP_SCHED_KAHN until `best` lands */
+    bp_assign_kind assign;   /* default BP_ASSIGN_BESTFIT */
+    double alpha, beta;      /* seed scheduler weights, default 0.7 / 0.3 */
+    uint64_t budget;         /* 0 = no budget */
+    uint64_t alignment;      /* offsets and sizes rounded to this; default 256 */
+    double time_limit;       /* seconds for searches, default 10 */
+    uint64_t seed;           /* randomised searches, default 1 */
+    int no_alias;            /* turn views and in-place off */
+    int plan_inputs;         /* plan graph inputs in the arena too */
+    int plan_constants;      /* plan Constant outputs (weights) like activations */
+    int threads;             /* workers for makespan estimates, default 1 */
+    int progress;            /* progress line on stderr (when it is a terminal) */
+} bp_plan_options;
+
+void bp_plan_options_init(bp_plan_options *o);
+
+typedef struct bp_plan bp_plan;
+
+/* Plans the graph (which must be finalized): schedule, lifetimes, assignment,
+ * events.  BP_ERR_BUDGET when opts->budget is set and no plan fits. */
+bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts,
+                        bp_plan **out, bp_error *err);
+/* Plans with a caller-given order (op ids, a permutation of 0..n_ops-1). */
+bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts,
+                              const int32_t *order, bp_plan **out, bp_error *err);
+void bp_plan_free(bp_plan *p);
+
+typedef enum bp_tensor_kind {
+    BP_KIND_PLANNED = 0, BP_KIND_INPUT, BP_KIND_WEIGHT, BP_KIND_OUTPUT, BP_KIND_DYNAMIC
+} bp_tensor_kind;
+const char *bp_tensor_kind_name(bp_tensor_kind k);
+
+#define BP_NO_OFFSET UINT64_MAX
+
+typedef struct bp_tensor_plan {
+    int32_t first, last;   /* inclusive steps; -1 when the tensor is unused */
+    uint64_t offset;       /* arena offset, BP_NO_OFFSET when not in the arena */
+    uint64_t bytes;        /* the tensor's own size */
+    int32_t buffer;        /* buffer / storage index, -1 when not in the arena */
+    bp_tensor_kind kind;
+    int32_t alias_of;      /* tensor whose bytes this one reuses, -1 if none */
+} bp_tensor_plan;
+
+typedef enum bp_event_type { BP_EV_ALLOC = 0, BP_EV_EXEC, BP_EV_FREE } bp_event_type;
+
+typedef struct bp_event {
+    bp_event_type type;
+    int32_t tensor;    /* -1 for EXEC */
+    int32_t op;        /* the op the event belongs to */
+    int32_t buffer;    /* -1 when not in the arena */
+    uint64_t offset;   /* BP_NO_OFFSET when not in the arena */
+} bp_event;
+
+typedef struct bp_plan_stats {
+    uint64_t arena_bytes;        /* size of the one arena (sum of colors for color) */
+    uint64_t lower_bound_bytes;  /* max bytes live at any step for this order */
+    uint64_t naive_bytes;        /* sum of all planned tensor bytes */
+    uint64_t alias_saved_bytes;  /* naive bytes saved by views and in-place */
+    uint64_t dynamic_bytes;      /* bytes of dynamic tensors (at their bound size, or 0) */
+    int32_t peak_step;           /* a step where the lower bound is reached */
+    int32_t n_planned;           /* tensors in the arena */
+    int32_t n_storages;          /* distinct storages (alias groups) in the arena */
+    int32_t n_dynamic;
+    double plan_seconds;         /* wall time of bp_plan_graph */
+    double schedule_seconds, assign_seconds;
+    int optimal;                 /* 1 if a search proved its result optimal */
+} bp_plan_stats;
+
+const bp_plan_stats *bp_plan_get_stats(const bp_plan *p);
+int32_t bp_plan_n_steps(const bp_plan *p);
+const int32_t *bp_plan_schedule(const bp_plan *p);      /* op ids in order */
+const bp_tensor_plan *bp_plan_tensor(const bp_plan *p, int32_t t);
+int32_t bp_plan_n_tensors(const bp_plan *p);
+uint64_t bp_plan_alignment(const bp_plan *p);
+size_t bp_plan_n_events(const bp_plan *p);
+const bp_event *bp_plan_events(const bp_plan *p);
+bp_sched_kind bp_plan_sched(const bp_plan *p);
+bp_assign_kind bp_plan_assign(const bp_plan *p);
+
+/* Plan files (format "bufplan-plan", docs/FORMATS.md).  path "-" = stdout.
+ * Writes are atomic (temp file + rename). */
+bp_status bp_plan_write_json(const bp_plan *p, const bp_graph *g, const char *path, bp_error *err);
+bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err);
+bp_status bp_plan_write_events_csv(const bp_plan *p, const bp_graph *g, const char *path, bp_error *err);
+bp_status bp_plan_write_events_csv_file(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err);
+/* Reads a plan for graph g; names are resolved against g. */
+bp_status bp_plan_read_json(const bp_graph *g, const char *path, bp_plan **out, bp_error *err);
+bp_status bp_plan_parse_json(const bp_graph *g, const char *text, size_t len,
+                             const char *filename, bp_plan **out, bp_error *err);
+
+/* ---------------------------------------------------------------- verifier */
+
+/* Independent check of a plan against its graph: the schedule is a
+ * topological permutation of the ops, every interval covers the tensor's true
+ * lifetime, sizes are right, every aliasing is justified, nothing lies outside
+ * the arena, and no two simultaneously live storages overlap in bytes.
+ * O(n log n).  Returns BP_OK or BP_ERR_VERIFY with the first problems in
+ * err->msg (up to max_reasons of them, separated by newlines). */
+bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err);
+
+/* ------------------------------------------------------------- lifetimes */
+
+/* Live intervals for an order (op ids, a permutation), per DESIGN.md:
+ * first = producer's step, last = the largest consumer step (the final step
+ * for graph outputs, first for unread tensors).  Tensors with no producer
+ * (inputs, weights) start at step 0 when read, and are -1/-1 if never read.
+ * first/last are arrays of n_tensors entries. */
+bp_status bp_lifetimes(const bp_graph *g, const int32_t *order,
+                       int32_t *first, int32_t *last, bp_error *err);
+
+/* Computes an order with the given scheduler (no assignment).  order has
+ * n_ops entries. */
+bp_status bp_schedule(const bp_graph *g, const bp_plan_options *opts,
+                      int32_t *order, bp_error *err);
+
+/* -------------------------------------------------- interval assignment */
+
+/* The assigner as a pure function over half-open intervals [lower, upper)
+ * (MiniMalloc's model).  fixed_offset == BP_NO_OFFSET means "free to place". */
+typedef struct bp_interval {
+    int64_t lower, upper;     /* half-open lifetime */
+    uint64_t size;            /* bytes; 0 is allowed */
+    uint64_t alignment;       /* power of two; 0 or 1 = none */
+    uint64_t fixed_offset;    /* BP_NO_OFFSET unless pre-placed */
+} bp_interval;
+
+typedef struct bp_assign_options {
+    double time_limit;        /* seconds, for search; <= 0 = no limit */
+    uint64_t capacity;        /* 0 = minimise; else decision: fit under capacity */
+    uint64_t seed;
+    int progress;             /* progress line on stderr when a terminal */
+} bp_assign_options;
+
+typedef struct bp_assign_result {
+    uint64_t arena_bytes;     /* max(offset + size) */
+    uint64_t lower_bound;     /* best lower bound known (max-live or stronger) */
+    int optimal;              /* 1 when arena_bytes == a proven optimum */
+    int fits;                 /* capacity mode: 1 fits, 0 proven not to, -1 unknown */
+    uint64_t nodes;           /* search nodes explored */
+    double seconds;
+} bp_assign_result;
+
+void bp_assign_options_init(bp_assign_options *o);
+/* offsets: n entries out.  For BP_ASSIGN_COLOR each distinct offset is one
+ * color's buffer, laid out one after another. */
+bp_status bp_assign_intervals(const bp_interval *iv, size_t n, bp_assign_kind kind,
+                              const bp_assign_options *opts, uint64_t *offsets,
+                              bp_assign_result *res, bp_error *err);
+/* Max over time of the sizes live at once (frees before allocs at equal t). */
+uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* The other parts of the API, one file each. */
+#include "bufplan_assign.h"
+#include "bufplan_onnx.h"
+#include "bufplan_pool.h"
+#include "bufplan_exec.h"
+
+#endif /* BUFPLAN_H */

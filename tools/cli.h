@@ -1,0 +1,60 @@
+/* The bufplan command line: one cmd_*.c file per subcommand, shared helpers
+ * in cli_util.c.  Exit codes: 0 success, 1 does not fit / verification
+ * failed, 2 bad input or usage. */
+#ifndef BP_CLI_H
+#define BP_CLI_H
+#include <bufplan.h>
+#include <stdbool.h>
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_BAD = 2 };
+
+typedef int (*cli_cmd_fn)(int argc, char **argv);
+
+/* Subcommands (argv[0] is the subcommand name). */
+int cmd_plan(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_viz(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* Exit code for a status: BP_ERR_BUDGET/VERIFY -> 1, other errors -> 2. */
+int cli_exit_code(bp_status s);
+/* Prints "bufplan: MSG" to stderr and returns cli_exit_code(err->status). */
+int cli_fail(const bp_error *err);
+/* Prints "bufplan CMD: FMT" to stderr and returns CLI_BAD. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parses "123", "4K", "1.5M", "2GiB" (powers of 1024) into bytes. */
+bool cli_parse_bytes(const char *s, uint64_t *out);
+bool cli_parse_double(const char *s, double *out);
+bool cli_parse_u64(const char *s, uint64_t *out);
+
+/* Options shared by every command that loads a graph and plans it. */
+typedef struct cli_graph_opts {
+    const char *path;
+    /* --dim SYM=N and --shape NAME=AxBxC, applied after loading */
+    int n_dims; const char *dims[64];
+    int n_shapes; const char *shapes[64];
+    const char *unknown_op;   /* "error" (default) or "dynamic" */
+    bool training;            /* append a backward pass */
+    bool plan_constants;
+} cli_graph_opts;
+
+/* If argv[*i] is a graph-loading option, consumes it (and its value) and
+ * returns 1; returns 0 if not one; -1 (after printing) on a bad value. */
+int cli_graph_opt(cli_graph_opts *go, int argc, char **argv, int *i, const char *cmd);
+/* If argv[*i] is a planning option (-s -a --alpha --beta --budget
+ * --alignment --time-limit --seed --no-alias --plan-inputs --threads),
+ * consumes it into po and returns 1; 0 if not; -1 on a bad value. */
+int cli_plan_opt(bp_plan_options *po, int argc, char **argv, int *i, const char *cmd);
+/* Loads a graph (.json or .onnx), applies --dim/--shape/--training,
+ * finalizes it. */
+bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err);
+/* Usage text for the shared options, for --help. */
+extern const char cli_graph_opts_help[];
+extern const char cli_plan_opts_help[];
+
+#endif

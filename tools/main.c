@@ -1,0 +1,45 @@
+/*
+ * bufplan — the command line.  main() dispatches to one cmd_*() per
+ * subcommand (tools/cmd_*.c); each parses its own options.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    cli_cmd_fn fn;
+    const char *summary;
+} commands[] = {
+    /* one line per subcommand */
+    {"version", cmd_version, "print the version"},
+};
+
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    printf("bufplan %s\n", bp_version());
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: bufplan COMMAND [options]   (bufplan COMMAND --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nbufplan --version prints the version.  Exit codes: 0 ok, 1 does not fit or\n"
+               "verification failed, 2 bad input or usage.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { usage(stderr); return CLI_BAD; }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) { printf("bufplan %s\n", bp_version()); return 0; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "bufplan: unknown command \"%s\"\n", argv[1]);
+    usage(stderr);
+    return CLI_BAD;
+}
