@@ -7,6 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    printf("bufplan %s\n", bp_version());
+    return 0;
+}
+
 static const struct {
     const char *name;
     cli_cmd_fn fn;
@@ -15,13 +22,6 @@ static const struct {
     /* one line per subcommand */
     {"version", cmd_version, "print the version"},
 };
-
-static int cmd_version(int argc, char **argv)
-{
-    (void)argc; (void)argv;
-    printf("bufplan %s\n", bp_version());
-    return 0;
-}
 
 static void usage(FILE *f)
 {
