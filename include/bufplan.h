@@ -159,6 +159,8 @@ bp_dtype bp_graph_tensor_dtype(const bp_graph *g, int32_t t);
 int bp_graph_tensor_rank(const bp_graph *g, int32_t t);
 /* dims[i] is BP_DIM_SYMBOLIC for an unbound symbol; returns the rank or -1. */
 int bp_graph_tensor_dims(const bp_graph *g, int32_t t, int64_t *dims, int max_rank);
+/* The symbol name of dimension i when it is symbolic (bound or not), else NULL. */
+const char *bp_graph_tensor_dim_symbol(const bp_graph *g, int32_t t, int i);
 int32_t bp_graph_tensor_view_of(const bp_graph *g, int32_t t);     /* -1 if none */
 int32_t bp_graph_tensor_producer(const bp_graph *g, int32_t t);    /* -1 if none */
 const char *bp_graph_op_name(const bp_graph *g, int32_t op);

@@ -497,6 +497,13 @@ int bp_graph_tensor_dims(const bp_graph *g, int32_t t, int64_t *dims, int max_ra
     return x->rank;
 }
 
+const char *bp_graph_tensor_dim_symbol(const bp_graph *g, int32_t t, int i)
+{
+    if (!valid_tensor(g, t) || !g->t[t].has_shape || i < 0 || i >= g->t[t].rank) return NULL;
+    int64_t d = g->dims[g->t[t].dims_off + i];
+    return bp__dim_is_sym(d) ? bp__names_get(&g->syms, bp__dim_sym(d)) : NULL;
+}
+
 int32_t bp_graph_tensor_consumers(const bp_graph *g, int32_t t, const int32_t **ops)
 {
     if (!g->finalized || !valid_tensor(g, t)) { if (ops) *ops = NULL; return 0; }

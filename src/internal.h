@@ -171,7 +171,7 @@ struct bp_plan {
     int32_t n_t, n_o;
     int32_t *order;          /* n_o */
     bp_tensor_plan *tp;      /* n_t */
-    bp_event *ev; size_t n_ev;
+    bp_event *ev; size_t n_ev, cap_ev;
     uint64_t alignment;
     bp_sched_kind sched;
     bp_assign_kind assign;

@@ -20,7 +20,12 @@ static const struct {
     const char *summary;
 } commands[] = {
     /* one line per subcommand */
+    {"plan", cmd_plan, "plan a graph: schedule, lifetimes, offsets, events"},
+    {"verify", cmd_verify, "check a plan against its graph"},
+    {"gen", cmd_gen, "write a generated graph (chain diamond resnet50 unet transformer randwire)"},
+    {"demo", cmd_demo, "plan a built-in graph with every strategy"},
     {"version", cmd_version, "print the version"},
+    {"pack", cmd_pack, "pack a MiniMalloc CSV instance (offsets for time x bytes)"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,330 @@
+/*
+ * cli_util.c — what every subcommand shares: exit codes, number parsing,
+ * the graph-loading options (--dim, --shape, --training, ONNX flags) and the
+ * planning options (-s, -a, --alpha, ...).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_exit_code(bp_status s)
+{
+    switch (s) {
+    case BP_OK: return CLI_OK;
+    case BP_ERR_BUDGET:
+    case BP_ERR_VERIFY: return CLI_FAIL;
+    default: return CLI_BAD;
+    }
+}
+
+int cli_fail(const bp_error *err)
+{
+    fprintf(stderr, "bufplan: %s\n", err->msg[0] ? err->msg : bp_status_str(err->status));
+    return cli_exit_code(err->status);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bufplan %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see bufplan %s --help)\n", cmd);
+    va_end(ap);
+    return CLI_BAD;
+}
+
+bool cli_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s == '-') return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_double(const char *s, double *out)
+{
+    if (!s || !*s) return false;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v)) return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_bytes(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s == '-') return false;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0) return false;
+    double mul = 1;
+    if (*end) {
+        switch (*end) {
+        case 'k': case 'K': mul = 1024.0; break;
+        case 'm': case 'M': mul = 1024.0 * 1024; break;
+        case 'g': case 'G': mul = 1024.0 * 1024 * 1024; break;
+        case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; break;
+        default: return false;
+        }
+        end++;
+        if (*end == 'i') end++;
+        if (*end == 'B' || *end == 'b') end++;
+        if (*end) return false;
+    }
+    double b = v * mul;
+    if (b >= 18446744073709551615.0) return false;
+    *out = (uint64_t)b;
+    return true;
+}
+
+const char cli_graph_opts_help[] =
+    "  --dim SYM=N            bind a symbolic dimension (repeatable)\n"
+    "  --shape NAME=AxBxC     set an input's shape (repeatable)\n"
+    "  --training             append a backward pass (gradients of every op)\n"
+    "  --unknown-op error|dynamic  ONNX: unknown operators are an error (default)\n"
+    "                         or make their outputs dynamic\n"
+    "  --plan-constants       ONNX: plan Constant outputs like activations\n";
+
+const char cli_plan_opts_help[] =
+    "  -s, --sched S          scheduler: given kahn dfs list lpmf seed best optimal\n"
+    "  -a, --assign A         assigner: naive color bestfit search (default bestfit)\n"
+    "  --alpha A --beta B     seed scheduler weights (default 0.7 / 0.3)\n"
+    "  --budget BYTES         memory budget (suffixes K M G); exit 1 if it cannot fit\n"
+    "  --alignment N          offset alignment, a power of two (default 256)\n"
+    "  --time-limit S         seconds for searches (default 10)\n"
+    "  --seed N               seed for randomised searches (default 1)\n"
+    "  --no-alias             no views, no in-place reuse\n"
+    "  --plan-inputs          place graph inputs in the arena too\n"
+    "  --threads N            workers for the makespan estimate\n";
+
+/* Returns the option's value (argv[*i + 1]) and advances *i, or NULL after
+ * printing a usage error. */
+static const char *opt_value(int argc, char **argv, int *i, const char *cmd)
+{
+    if (*i + 1 >= argc) { cli_usage_error(cmd, "%s needs a value", argv[*i]); return NULL; }
+    return argv[++*i];
+}
+
+int cli_graph_opt(cli_graph_opts *go, int argc, char **argv, int *i, const char *cmd)
+{
+    const char *a = argv[*i], *v;
+    if (!strcmp(a, "--dim") || !strcmp(a, "--shape")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (!strchr(v, '=')) { cli_usage_error(cmd, "%s %s: expected NAME=VALUE", a, v); return -1; }
+        int *n = a[2] == 'd' ? &go->n_dims : &go->n_shapes;
+        const char **arr = a[2] == 'd' ? go->dims : go->shapes;
+        if (*n >= 64) { cli_usage_error(cmd, "too many %s options (64 at most)", a); return -1; }
+        arr[(*n)++] = v;
+        return 1;
+    }
+    if (!strcmp(a, "--training")) { go->training = true; return 1; }
+    if (!strcmp(a, "--plan-constants")) { go->plan_constants = true; return 1; }
+    if (!strcmp(a, "--unknown-op")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (strcmp(v, "error") && strcmp(v, "dynamic")) { cli_usage_error(cmd, "--unknown-op must be error or dynamic, not \"%s\"", v); return -1; }
+        go->unknown_op = v;
+        return 1;
+    }
+    return 0;
+}
+
+int cli_plan_opt(bp_plan_options *po, int argc, char **argv, int *i, const char *cmd)
+{
+    const char *a = argv[*i], *v;
+    if (!strcmp(a, "-s") || !strcmp(a, "--sched")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (bp_sched_parse(v, &po->sched)) { cli_usage_error(cmd, "unknown scheduler \"%s\"", v); return -1; }
+        return 1;
+    }
+    if (!strcmp(a, "-a") || !strcmp(a, "--assign")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (bp_assign_parse(v, &po->assign)) { cli_usage_error(cmd, "unknown assigner \"%s\"", v); return -1; }
+        return 1;
+    }
+    if (!strcmp(a, "--alpha") || !strcmp(a, "--beta") || !strcmp(a, "--time-limit")) {
+        double d;
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (!cli_parse_double(v, &d) || d < 0) { cli_usage_error(cmd, "%s: \"%s\" is not a non-negative number", a, v); return -1; }
+        if (a[2] == 'a') po->alpha = d; else if (a[2] == 'b') po->beta = d; else po->time_limit = d;
+        return 1;
+    }
+    if (!strcmp(a, "--budget")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (!cli_parse_bytes(v, &po->budget) || !po->budget) { cli_usage_error(cmd, "--budget: \"%s\" is not a byte count", v); return -1; }
+        return 1;
+    }
+    if (!strcmp(a, "--alignment")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (!cli_parse_u64(v, &po->alignment) || !po->alignment || (po->alignment & (po->alignment - 1))) {
+            cli_usage_error(cmd, "--alignment: \"%s\" is not a power of two", v);
+            return -1;
+        }
+        return 1;
+    }
+    if (!strcmp(a, "--seed")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (!cli_parse_u64(v, &po->seed)) { cli_usage_error(cmd, "--seed: \"%s\" is not a number", v); return -1; }
+        return 1;
+    }
+    if (!strcmp(a, "--threads")) {
+        uint64_t n;
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (!cli_parse_u64(v, &n) || n < 1 || n > 1024) { cli_usage_error(cmd, "--threads: \"%s\" is not in 1..1024", v); return -1; }
+        po->threads = (int)n;
+        return 1;
+    }
+    if (!strcmp(a, "--no-alias")) { po->no_alias = 1; return 1; }
+    if (!strcmp(a, "--plan-inputs")) { po->plan_inputs = 1; return 1; }
+    return 0;
+}
+
+/* Parses "NAME=AxBxC" into name and dims; returns the rank or -1. */
+static int parse_shape(const char *spec, char *name, size_t name_cap, int64_t *dims, int max_rank)
+{
+    const char *eq = strrchr(spec, '=');
+    if (!eq || eq == spec || (size_t)(eq - spec) >= name_cap) return -1;
+    memcpy(name, spec, (size_t)(eq - spec));
+    name[eq - spec] = 0;
+    int rank = 0;
+    const char *p = eq + 1;
+    if (!*p) return 0;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno || end == p || v < 0 || rank >= max_rank) return -1;
+        dims[rank++] = v;
+        if (*end == 0) break;
+        if (*end != 'x' && *end != 'X' && *end != ',') return -1;
+        p = end + 1;
+    }
+    return rank;
+}
+
+static bp_status bad_opt(bp_error *err, const char *opt, const char *val, const char *why)
+{
+    snprintf(err->msg, sizeof err->msg, "%s %s: %s", opt, val, why);
+    err->status = BP_ERR_USAGE;
+    return BP_ERR_USAGE;
+}
+
+static bool is_json_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return true; /* let the JSON reader report the error */
+    int c;
+    while ((c = fgetc(f)) != EOF && (c == ' ' || c == '\n' || c == '\r' || c == '\t')) {}
+    fclose(f);
+    return c == '{' || c == EOF;
+}
+
+bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err)
+{
+    bp_graph *g = NULL;
+    bp_status s;
+    char name[256];
+    int64_t dims[64];
+    *out = NULL;
+    if (!is_json_file(go->path)) {
+#ifdef BP_HAVE_ONNX
+        const char *dn[64], *sn[64];
+        int64_t dv[64], sdims[64][64];
+        const int64_t *sdp[64];
+        int sr[64];
+        char names[128][256];
+        for (int i = 0; i < go->n_dims; i++) {
+            int r = parse_shape(go->dims[i], names[i], sizeof names[i], dims, 1);
+            if (r != 1) return bad_opt(err, "--dim", go->dims[i], "expected SYM=N");
+            dn[i] = names[i];
+            dv[i] = dims[0];
+        }
+        for (int i = 0; i < go->n_shapes; i++) {
+            int r = parse_shape(go->shapes[i], names[64 + i], sizeof names[64 + i], sdims[i], 64);
+            if (r < 0) return bad_opt(err, "--shape", go->shapes[i], "expected NAME=AxBxC");
+            sn[i] = names[64 + i];
+            sr[i] = r;
+            sdp[i] = sdims[i];
+        }
+        bp_onnx_options oo;
+        bp_onnx_options_init(&oo);
+        oo.n_dims = go->n_dims;
+        oo.dim_names = dn;
+        oo.dim_values = dv;
+        oo.n_shapes = go->n_shapes;
+        oo.shape_names = sn;
+        oo.shape_ranks = sr;
+        oo.shape_dims = sdp;
+        oo.unknown_op_dynamic = go->unknown_op && !strcmp(go->unknown_op, "dynamic");
+        oo.plan_constants = go->plan_constants;
+        s = bp_onnx_read(go->path, &oo, NULL, &g, err);
+        if (s) return s;
+#else
+        snprintf(err->msg, sizeof err->msg, "%s: not a JSON graph, and this bufplan was built without ONNX support", go->path);
+        err->status = BP_ERR_UNSUPPORTED;
+        return BP_ERR_UNSUPPORTED;
+#endif
+    } else {
+        s = bp_graph_read_json(go->path, NULL, &g, err);
+        if (s) return s;
+        for (int i = 0; i < go->n_dims; i++) {
+            int r = parse_shape(go->dims[i], name, sizeof name, dims, 1);
+            if (r != 1) { bp_graph_free(g); return bad_opt(err, "--dim", go->dims[i], "expected SYM=N"); }
+            if ((s = bp_graph_bind_dim(g, name, dims[0], err))) { bp_graph_free(g); return s; }
+        }
+        /* --shape on a JSON graph binds the symbols of that tensor's shape */
+        for (int i = 0; i < go->n_shapes; i++) {
+            int r = parse_shape(go->shapes[i], name, sizeof name, dims, 64);
+            int32_t t = r >= 0 ? bp_graph_find_tensor(g, name) : -1;
+            int64_t cur[64];
+            int cr = t >= 0 ? bp_graph_tensor_dims(g, t, cur, 64) : -1;
+            if (r < 0 || t < 0 || cr != r) {
+                snprintf(err->msg, sizeof err->msg, "--shape %s: %s", go->shapes[i],
+                         r < 0 ? "expected NAME=AxBxC" : t < 0 ? "no tensor has that name" : "the rank differs from the tensor's");
+                err->status = BP_ERR_USAGE;
+                bp_graph_free(g);
+                return BP_ERR_USAGE;
+            }
+            for (int k = 0; k < r; k++) {
+                if (cur[k] != BP_DIM_SYMBOLIC && cur[k] != dims[k]) {
+                    snprintf(err->msg, sizeof err->msg, "--shape %s: dimension %d of \"%s\" is %lld", go->shapes[i], k, name, (long long)cur[k]);
+                    err->status = BP_ERR_USAGE;
+                    bp_graph_free(g);
+                    return BP_ERR_USAGE;
+                }
+            }
+            for (int k = 0; k < r; k++) {
+                const char *sym = bp_graph_tensor_dim_symbol(g, t, k);
+                if (sym && (s = bp_graph_bind_dim(g, sym, dims[k], err))) { bp_graph_free(g); return s; }
+            }
+        }
+    }
+    if (go->training && (s = bp_graph_append_backward(g, err))) { bp_graph_free(g); return s; }
+    if ((s = bp_graph_finalize(g, err))) { bp_graph_free(g); return s; }
+    *out = g;
+    return BP_OK;
+}
+
+const char *cli_fmt_bytes(uint64_t b, char *buf, size_t cap)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 5) { v /= 1024; u++; }
+    if (u == 0) snprintf(buf, cap, "%llu B", (unsigned long long)b);
+    else snprintf(buf, cap, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+bool cli_is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }

@@ -1,0 +1,113 @@
+/*
+ * bufplan plan GRAPH [options] — plan a graph, verify the plan, print a short
+ * report and write the plan (JSON) or its event table (CSV).
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void plan_usage(FILE *f)
+{
+    fprintf(f, "usage: bufplan plan GRAPH [options]\n\n"
+               "Plans GRAPH (.json bufplan-graph or .onnx): a schedule, live intervals,\n"
+               "offsets in one arena and the ALLOC/EXEC/FREE event table, then verifies it.\n\n"
+               "options:\n%s%s"
+               "  --format text|json|csv output: a report (text, default without -o), the\n"
+               "                         plan JSON (default with -o) or the event table CSV\n"
+               "  -o FILE                write the plan there (\"-\" = stdout)\n"
+               "  --no-verify            skip the verifier\n"
+               "  -q, --quiet            no report\n",
+               cli_plan_opts_help, cli_graph_opts_help);
+}
+
+/* The short report. */
+static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verified)
+{
+    const bp_plan_stats *st = bp_plan_get_stats(p);
+    char b1[32], b2[32], b3[32];
+    int32_t nt = bp_graph_n_tensors(g), n_in = 0, n_w = 0, n_out = 0;
+    for (int32_t t = 0; t < nt; t++) {
+        const bp_tensor_plan *tp = bp_plan_tensor(p, t);
+        if (tp->kind == BP_KIND_INPUT && tp->first >= 0) n_in++;
+        else if (tp->kind == BP_KIND_WEIGHT) n_w++;
+        else if (tp->kind == BP_KIND_OUTPUT) n_out++;
+    }
+    fprintf(f, "graph %s: %d ops, %d tensors (%d planned in %d storages, %d inputs, %d weights, %d dynamic)\n",
+            bp_graph_name(g), bp_graph_n_ops(g), nt, st->n_planned, st->n_storages, n_in, n_w, st->n_dynamic);
+    fprintf(f, "schedule %s, assign %s, alignment %llu\n", bp_sched_name(bp_plan_sched(p)), bp_assign_name(bp_plan_assign(p)),
+            (unsigned long long)bp_plan_alignment(p));
+    double naive = (double)(st->naive_bytes ? st->naive_bytes : 1), lb = (double)(st->lower_bound_bytes ? st->lower_bound_bytes : 1);
+    fprintf(f, "  naive        %12s  every tensor its own buffer\n", cli_fmt_bytes(st->naive_bytes, b1, sizeof b1));
+    fprintf(f, "  arena        %12s  %.3f x naive, %.3f x lower bound%s\n", cli_fmt_bytes(st->arena_bytes, b2, sizeof b2),
+            (double)st->arena_bytes / naive, (double)st->arena_bytes / lb, st->optimal ? " (proven optimal)" : "");
+    int32_t ps = st->peak_step;
+    fprintf(f, "  lower bound  %12s  max live, at step %d (op \"%s\")\n", cli_fmt_bytes(st->lower_bound_bytes, b3, sizeof b3),
+            ps, ps >= 0 && ps < bp_plan_n_steps(p) ? bp_graph_op_name(g, bp_plan_schedule(p)[ps]) : "-");
+    if (st->alias_saved_bytes) fprintf(f, "  aliasing saved %s (views and in-place)\n", cli_fmt_bytes(st->alias_saved_bytes, b1, sizeof b1));
+    if (st->n_dynamic) fprintf(f, "  dynamic      %d tensors kept out of the arena\n", st->n_dynamic);
+    fprintf(f, "  plan time    %.3f ms (schedule %.3f, assign %.3f)%s\n", st->plan_seconds * 1e3, st->schedule_seconds * 1e3,
+            st->assign_seconds * 1e3, verified ? "; verified" : "");
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    bp_plan_options po;
+    bp_plan_options_init(&po);
+    cli_graph_opts go;
+    memset(&go, 0, sizeof go);
+    const char *out = NULL, *format = NULL;
+    int no_verify = 0, quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int r;
+        if (cli_is_help(a)) { plan_usage(stdout); return CLI_OK; }
+        if ((r = cli_plan_opt(&po, argc, argv, &i, "plan")) || (r = cli_graph_opt(&go, argc, argv, &i, "plan"))) {
+            if (r < 0) return CLI_BAD;
+            continue;
+        }
+        if (!strcmp(a, "-o") || !strcmp(a, "--format")) {
+            if (i + 1 >= argc) return cli_usage_error("plan", "%s needs a value", a);
+            if (a[1] == 'o') out = argv[++i]; else format = argv[++i];
+        } else if (!strcmp(a, "--no-verify")) no_verify = 1;
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = 1;
+        else if (a[0] == '-' && a[1]) return cli_usage_error("plan", "unknown option %s", a);
+        else if (!go.path) go.path = a;
+        else return cli_usage_error("plan", "one graph at a time (got %s and %s)", go.path, a);
+    }
+    if (!go.path) return cli_usage_error("plan", "missing GRAPH");
+    if (!format) format = out ? "json" : "text";
+    if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "csv"))
+        return cli_usage_error("plan", "--format must be text, json or csv, not \"%s\"", format);
+    if (strcmp(format, "text") && !out) out = "-";
+    po.plan_constants = go.plan_constants;
+    po.progress = 1;
+
+    bp_error err = {0};
+    bp_graph *g = NULL;
+    bp_plan *p = NULL;
+    bp_status s = cli_load_graph(&go, &g, &err);
+    if (s) return cli_fail(&err);
+    s = bp_plan_graph(g, &po, &p, &err);
+    if (s) { int rc = cli_fail(&err); bp_graph_free(g); return rc; }
+    int verified = 0;
+    if (!no_verify) {
+        bp_error verr = {0};
+        if (bp_verify(g, p, &verr)) {
+            fprintf(stderr, "bufplan: internal error: the plan failed verification:\n%s\n", verr.msg);
+            bp_plan_free(p);
+            bp_graph_free(g);
+            return CLI_FAIL;
+        }
+        verified = 1;
+    }
+    int rc = CLI_OK;
+    if (out) {
+        s = !strcmp(format, "csv") ? bp_plan_write_events_csv(p, g, out, &err) : bp_plan_write_json(p, g, out, &err);
+        if (s) rc = cli_fail(&err);
+    }
+    if (!quiet && rc == CLI_OK) print_report(out && !strcmp(out, "-") ? stderr : stdout, g, p, verified);
+    bp_plan_free(p);
+    bp_graph_free(g);
+    return rc;
+}
