@@ -240,7 +240,7 @@ int bp_sched_parse(const char *s, bp_sched_kind *out);
 int bp_assign_parse(const char *s, bp_assign_kind *out);
 
 typedef struct bp_plan_options {
-    bp_sched_kind sched;     /* default BP_SCHED_KAHN until `best` lands */
+    bp_sched_kind sched;     /* default BP_SCHED_BEST */
     bp_assign_kind assign;   /* default BP_ASSIGN_BESTFIT */
     double alpha, beta;      /* seed scheduler weights, default 0.7 / 0.3 */
     uint64_t budget;         /* 0 = no budget */
@@ -252,6 +252,9 @@ typedef struct bp_plan_options {
     int plan_constants;      /* plan Constant outputs (weights) like activations */
     int threads;             /* workers for makespan estimates, default 1 */
     int progress;            /* progress line on stderr (when it is a terminal) */
+    int fence_aware;         /* assignment that prefers reuse between ops already
+                                ordered by data dependencies (fewer fences for
+                                parallel execution, possibly more memory) */
 } bp_plan_options;
 
 void bp_plan_options_init(bp_plan_options *o);
@@ -305,7 +308,9 @@ typedef struct bp_plan_stats {
     int32_t n_dynamic;
     double plan_seconds;         /* wall time of bp_plan_graph */
     double schedule_seconds, assign_seconds;
-    int optimal;                 /* 1 if a search proved its result optimal */
+    int optimal;                 /* 1 if the assigner proved the arena optimal for the order */
+    int sched_optimal;           /* 1 if the scheduler proved the order's peak optimal */
+    double makespan;             /* estimated makespan of the order on opts->threads workers (cost units) */
 } bp_plan_stats;
 
 const bp_plan_stats *bp_plan_get_stats(const bp_plan *p);
@@ -397,6 +402,8 @@ uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n);
 
 /* The other parts of the API, one file each. */
 #include "bufplan_assign.h"
+#include "bufplan_sched.h"
+#include "bufplan_viz.h"
 #include "bufplan_onnx.h"
 #include "bufplan_pool.h"
 #include "bufplan_exec.h"

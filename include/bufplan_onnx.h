@@ -18,6 +18,7 @@ typedef struct bp_onnx_options {
     int unknown_op_dynamic;  /* unknown op types: outputs dynamic + warning, not an error */
     int plan_constants;      /* Constant outputs planned like activations */
     FILE *warnings;          /* where warnings go (NULL = stderr) */
+    const struct bp_limits *limits; /* resource limits (bufplan_limits.h); NULL = defaults */
 } bp_onnx_options;
 
 void bp_onnx_options_init(bp_onnx_options *o);

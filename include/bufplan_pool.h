@@ -137,7 +137,7 @@ typedef struct bp_pool_stats {
     uint64_t failures;              /* allocations that failed */
     uint64_t meta_bytes;            /* host memory for the pool's own metadata */
     uint64_t class_free_bytes[BP_POOL_N_CLASSES];  /* free bytes by owning class */
-    uint64_t class_allocs[BP_POOL_N_CLASSES];      /* allocations by requested class */
+    uint64_t class_allocs[BP_POOL_N_CLASSES];      /* allocations served from each class's memory */
 } bp_pool_stats;
 
 /* A consistent snapshot (briefly takes every lock). */

@@ -84,6 +84,7 @@ bp_graph *bp_graph_new(const char *name, const bp_allocator *alloc)
     bp_graph *g = bp__calloc(alloc, 1, sizeof *g);
     if (!g) return NULL;
     g->alloc = *alloc;
+    bp_limits_init(&g->lim);
     const char *n = name ? name : "graph";
     g->name = bp__alloc(alloc, strlen(n) + 1);
     if (!g->name) { bp__free(alloc, g, sizeof *g); return NULL; }
@@ -129,12 +130,21 @@ static bp_status oom(bp_graph *g, bp_error *err, const char *what, const char *n
 static bp_status add_tensor_common(bp_graph *g, const char *name, int32_t *id_out, bp_error *err)
 {
     if (!name || !*name) return bp__err(err, BP_ERR_INVALID, "%s: a tensor has an empty name", g->name);
+    if (!bp__valid_utf8(name)) return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\": the name is not valid UTF-8", g->name, name);
+    if (strlen(name) > g->lim.max_name_len)
+        return bp__err(err, BP_ERR_LIMIT, "%s: tensor \"%.64s...\": the name is longer than %llu bytes (bp_limits.max_name_len)",
+                       g->name, name, (unsigned long long)g->lim.max_name_len);
+    if (g->n_t >= g->lim.max_tensors)
+        return bp__err(err, BP_ERR_LIMIT, "%s: tensor \"%s\": more than %llu tensors (bp_limits.max_tensors)", g->name, name,
+                       (unsigned long long)g->lim.max_tensors);
+    if (bp__names_find(&g->tnames, name, strlen(name)) >= 0)
+        return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\" is defined twice", g->name, name);
+    if (!bp__grow(&g->alloc, (void **)&g->t, &g->cap_t, g->n_t + 1, sizeof *g->t)) return oom(g, err, "tensor", name);
     graph_unfinalize(g);
     int32_t existing;
     int32_t id = bp__names_add(&g->alloc, &g->tnames, name, strlen(name), &existing);
     if (id == -2) return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\" is defined twice", g->name, name);
     if (id < 0) return oom(g, err, "tensor", name);
-    if (!bp__grow(&g->alloc, (void **)&g->t, &g->cap_t, g->n_t + 1, sizeof *g->t)) return oom(g, err, "tensor", name);
     bp__tensor *t = &g->t[g->n_t++];
     memset(t, 0, sizeof *t);
     t->producer = -1;
@@ -146,7 +156,10 @@ static bp_status add_tensor_common(bp_graph *g, const char *name, int32_t *id_ou
 
 bp_status bp_graph_add_tensor(bp_graph *g, const char *name, uint64_t bytes, int32_t *id_out, bp_error *err)
 {
-    int32_t id;
+    int32_t id = -1;
+    if (bytes > g->lim.max_tensor_bytes)
+        return bp__err(err, BP_ERR_LIMIT, "%s: tensor \"%s\": %llu bytes is over the limit of %llu (bp_limits.max_tensor_bytes)",
+                       g->name, name ? name : "", (unsigned long long)bytes, (unsigned long long)g->lim.max_tensor_bytes);
     bp_status s = add_tensor_common(g, name, &id, err);
     if (s) return s;
     g->t[id].bytes = bytes;
@@ -171,6 +184,9 @@ static bp_status tensor_size_from_shape(bp_graph *g, int32_t id, bp_error *err)
             return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\": size overflows 64 bits", g->name,
                            bp__names_get(&g->tnames, id));
     }
+    if (!dyn && n > g->lim.max_tensor_bytes)
+        return bp__err(err, BP_ERR_LIMIT, "%s: tensor \"%s\": %llu bytes is over the limit of %llu (bp_limits.max_tensor_bytes)",
+                       g->name, bp__names_get(&g->tnames, id), (unsigned long long)n, (unsigned long long)g->lim.max_tensor_bytes);
     t->dynamic = dyn;
     t->bytes = dyn ? 0 : n;
     return BP_OK;
@@ -180,20 +196,29 @@ bp_status bp_graph_add_tensor_shape(bp_graph *g, const char *name, bp_dtype dt, 
                                     const char *const *syms, int32_t *id_out, bp_error *err)
 {
     if (rank < 0 || rank > 255) return bp__err(err, BP_ERR_LIMIT, "%s: tensor \"%s\": rank %d is out of range (0..255)", g->name, name ? name : "", rank);
+    if ((unsigned)rank > g->lim.max_rank)
+        return bp__err(err, BP_ERR_LIMIT, "%s: tensor \"%s\": rank %d is over the limit of %u (bp_limits.max_rank)", g->name,
+                       name ? name : "", rank, g->lim.max_rank);
     if (dt <= BP_DT_UNKNOWN || dt >= BP_DT_COUNT) return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\": unknown dtype", g->name, name ? name : "");
     for (int i = 0; i < rank; i++) {
         if (dims[i] == BP_DIM_SYMBOLIC) {
             if (!syms || !syms[i] || !*syms[i])
                 return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\": dimension %d is symbolic but has no name", g->name, name ? name : "", i);
+            if (strlen(syms[i]) > g->lim.max_name_len)
+                return bp__err(err, BP_ERR_LIMIT, "%s: tensor \"%s\": the symbol of dimension %d is longer than %llu bytes (bp_limits.max_name_len)",
+                               g->name, name ? name : "", i, (unsigned long long)g->lim.max_name_len);
         } else if (dims[i] < 0) {
             return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\": dimension %d is negative (%lld)", g->name, name ? name : "", i, (long long)dims[i]);
         }
     }
-    int32_t id;
+    if (!bp__grow(&g->alloc, (void **)&g->dims, &g->cap_dims, g->n_dims + (size_t)rank, sizeof *g->dims))
+        return oom(g, err, "tensor", name);
+    for (int i = 0; i < rank; i++)
+        if (dims[i] == BP_DIM_SYMBOLIC && !bp__valid_utf8(syms[i]))
+            return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\": symbol of dimension %d is not valid UTF-8", g->name, name ? name : "", i);
+    int32_t id = -1;
     bp_status s = add_tensor_common(g, name, &id, err);
     if (s) return s;
-    if (!bp__grow(&g->alloc, (void **)&g->dims, &g->cap_dims, g->n_dims + (size_t)rank, sizeof *g->dims))
-        { g->n_t--; return oom(g, err, "tensor", name); }
     bp__tensor *t = &g->t[id];
     t->has_shape = 1;
     t->rank = (uint8_t)rank;
@@ -275,29 +300,37 @@ bp_status bp_graph_add_op(bp_graph *g, const char *name, const char *type, int n
             if (inputs[j] == t)
                 return bp__err(err, BP_ERR_INVALID, "%s: op \"%s\" consumes its own output \"%s\"", g->name, name, bp__names_get(&g->tnames, t));
     }
+    if (!bp__valid_utf8(name) || !bp__valid_utf8(type))
+        return bp__err(err, BP_ERR_INVALID, "%s: op \"%s\": the name or type is not valid UTF-8", g->name, name);
+    if (strlen(name) > g->lim.max_name_len || strlen(type) > g->lim.max_name_len)
+        return bp__err(err, BP_ERR_LIMIT, "%s: op \"%.64s\": the name or type is longer than %llu bytes (bp_limits.max_name_len)",
+                       g->name, name, (unsigned long long)g->lim.max_name_len);
+    if (g->n_o >= g->lim.max_ops)
+        return bp__err(err, BP_ERR_LIMIT, "%s: op \"%s\": more than %llu ops (bp_limits.max_ops)", g->name, name,
+                       (unsigned long long)g->lim.max_ops);
+    if (bp__names_find(&g->onames, name, strlen(name)) >= 0)
+        return bp__err(err, BP_ERR_INVALID, "%s: op name \"%s\" is used twice", g->name, name);
+    if (g->n_io + (size_t)n_inputs + (size_t)n_outputs > UINT32_MAX)
+        return bp__err(err, BP_ERR_LIMIT, "%s: too many op inputs and outputs in total", g->name);
     graph_unfinalize(g);
+    /* Grow every array first, so a failure leaves names and ops in step. */
+    if (!bp__grow(&g->alloc, (void **)&g->o, &g->cap_o, g->n_o + 1, sizeof *g->o) ||
+        !bp__grow(&g->alloc, (void **)&g->io, &g->cap_io, g->n_io + (size_t)n_inputs + (size_t)n_outputs, sizeof *g->io))
+        return oom(g, err, "op", name);
     int32_t ex, tid = bp__names_add(&g->alloc, &g->types, type, strlen(type), &ex);
     if (tid == -2) tid = ex;
     else if (tid < 0) return oom(g, err, "op", name);
     int32_t id = bp__names_add(&g->alloc, &g->onames, name, strlen(name), &ex);
-    if (id == -2) return bp__err(err, BP_ERR_INVALID, "%s: op name \"%s\" is used twice", g->name, name);
     if (id < 0) return oom(g, err, "op", name);
-    if (!bp__grow(&g->alloc, (void **)&g->o, &g->cap_o, g->n_o + 1, sizeof *g->o) ||
-        !bp__grow(&g->alloc, (void **)&g->io, &g->cap_io, g->n_io + (size_t)n_inputs + (size_t)n_outputs, sizeof *g->io)) {
-        g->onames.n--; /* keep names and ops in step; the slot stays but is unreachable by id */
-        return oom(g, err, "op", name);
-    }
-    if (g->n_io + (size_t)n_inputs + (size_t)n_outputs > UINT32_MAX)
-        return bp__err(err, BP_ERR_LIMIT, "%s: too many op inputs and outputs in total", g->name);
     bp__op *o = &g->o[g->n_o++];
     o->io_off = (uint32_t)g->n_io;
     o->n_in = (uint16_t)n_inputs;
     o->n_out = (uint16_t)n_outputs;
     o->type = tid;
     o->cost = cost;
-    memcpy(g->io + g->n_io, inputs, (size_t)n_inputs * sizeof *inputs);
+    if (n_inputs) memcpy(g->io + g->n_io, inputs, (size_t)n_inputs * sizeof *inputs);
     g->n_io += (size_t)n_inputs;
-    memcpy(g->io + g->n_io, outputs, (size_t)n_outputs * sizeof *outputs);
+    if (n_outputs) memcpy(g->io + g->n_io, outputs, (size_t)n_outputs * sizeof *outputs);
     g->n_io += (size_t)n_outputs;
     for (int i = 0; i < n_outputs; i++) g->t[outputs[i]].producer = id;
     if (id_out) *id_out = id;

@@ -11,6 +11,7 @@
 #define BP_INTERNAL_H
 
 #include "bufplan.h"
+#include "bufplan_limits.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -38,6 +39,8 @@ static inline uint64_t bp__align_up(uint64_t x, uint64_t a) { return a <= 1 ? x 
 bp_status bp__err(bp_error *err, bp_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void bp__err_clear(bp_error *err);
+/* True when s is valid UTF-8 (names must be, so JSON files round-trip). */
+bool bp__valid_utf8(const char *s);
 
 double bp__now(void); /* monotonic seconds */
 
@@ -49,7 +52,7 @@ typedef struct bp__names {
     size_t pool_len, pool_cap;
     uint32_t *off;       /* off[id] = offset of name id in pool */
     size_t n, off_cap;
-    int32_t *slots;      /* hash slots: id or -1 */
+    uint64_t *slots;     /* hash slots: (hash tag << 32) | (id + 1), 0 = empty */
     size_t n_slots;      /* power of two */
 } bp__names;
 
@@ -95,6 +98,7 @@ struct bp_graph {
     int64_t *dims;   size_t n_dims, cap_dims;  /* symbolic dim k stored as -(k+1)-2^40 */
     bp__inplace *inpl; size_t n_inpl, cap_inpl;
     int64_t *sym_val; size_t cap_sym_val;      /* bound value per symbol, -1 unbound */
+    bp_limits lim;                             /* enforced by the builder (limits.c) */
     /* built by finalize */
     bool finalized;
     int32_t *cons_off;  /* n_t + 1 */
@@ -164,6 +168,13 @@ bp_status bp__assign_bestfit(const bp_interval *iv, size_t n, const bp_assign_op
 bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_options *o,
                             uint64_t *offsets, bp_assign_result *res, bp_error *err);
 
+/* Fence-aware assignment (exec_fences.c): like bestfit, but prefers placing a
+ * storage over bytes whose previous tenants' readers all precede the new
+ * producer in the dependency order.  iv[i] belongs to storage root roots[i]. */
+bp_status bp__assign_fence_aware(const bp_graph *g, const bp__lifetimes *lt, const bp_interval *iv,
+                                 const int32_t *roots, size_t n, uint64_t *offsets, bp_assign_result *res,
+                                 bp_error *err);
+
 /* ---------------------------------------------------------------- plans */
 
 struct bp_plan {
@@ -198,5 +209,34 @@ bp_status bp__out_commit(bp__outfile *o, bp_error *err);   /* closes; renames on
 void bp__out_abort(bp__outfile *o);                          /* closes; removes temp */
 /* Writes s as a JSON string literal (with quotes). */
 void bp__json_str(FILE *f, const char *s);
+
+/* --------------------------------------------------------------- limits */
+
+/* l, or the defaults when l is NULL (limits.c). */
+const bp_limits *bp__limits(const bp_limits *l);
+/* BP_ERR_LIMIT when the tensors' bytes add up to more than
+ * g->lim.max_total_bytes (so the planners' sums cannot overflow). */
+bp_status bp__limits_check_total(const bp_graph *g, bp_error *err);
+
+/* Streaming JSON pre-scan: nesting depth and size, before jansson parses. */
+enum { BP__JSON_SCAN_DEPTH = 1, BP__JSON_SCAN_SIZE = 2 };
+typedef struct bp__json_scan {
+    uint64_t bytes, max_bytes, line;
+    uint32_t depth, max_depth;
+    uint8_t in_str, esc;
+    int failed;               /* BP__JSON_SCAN_* */
+} bp__json_scan;
+void bp__json_scan_init(bp__json_scan *s, const bp_limits *l);
+/* False when a limit is passed (s->failed says which). */
+bool bp__json_scan_feed(bp__json_scan *s, const char *p, size_t n);
+bp_status bp__json_scan_error(const bp__json_scan *s, const char *file, bp_error *err);
+
+/* Fault injection (fault.c, test builds with -DBP_FAULT_INJECTION only):
+ * true when this allocation is the one $BP_FAULT_ALLOC names. */
+#ifdef BP_FAULT_INJECTION
+bool bp__fault_fail(void);
+#else
+static inline bool bp__fault_fail(void) { return false; }
+#endif
 
 #endif /* BP_INTERNAL_H */

@@ -39,6 +39,10 @@ static int32_t storage_find(int32_t *root, int32_t t)
 bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__storage *st, bp_error *err)
 {
     size_t nt = g->n_t;
+    st->root = NULL;
+    st->planned = NULL;
+    bp_status ls = bp__limits_check_total(g, err);   /* sums below cannot overflow */
+    if (ls) return ls;
     st->root = bp__alloc(&g->alloc, (nt ? nt : 1) * sizeof *st->root);
     st->planned = bp__alloc(&g->alloc, nt ? nt : 1);
     if (!st->root || !st->planned) {

@@ -38,7 +38,7 @@ int bp_assign_parse(const char *s, bp_assign_kind *out)
 void bp_plan_options_init(bp_plan_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->sched = BP_SCHED_KAHN;
+    o->sched = BP_SCHED_BEST;
     o->assign = BP_ASSIGN_BESTFIT;
     o->alpha = 0.7;
     o->beta = 0.3;
@@ -224,7 +224,15 @@ bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts, co
     ao.progress = opts->progress;
     bp_assign_result ar;
     memset(&ar, 0, sizeof ar);
-    s = bp_assign_intervals(iv, n_iv, opts->assign, &ao, offs, &ar, err);
+    if (opts->fence_aware) {
+        int32_t *roots = bp__alloc(a, (n_iv ? n_iv : 1) * sizeof *roots);
+        if (!roots) { s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name); goto done; }
+        for (size_t t = 0; t < nt; t++) if (slot[t] >= 0) roots[slot[t]] = (int32_t)t;
+        s = bp__assign_fence_aware(g, &lt, iv, roots, n_iv, offs, &ar, err);
+        bp__free(a, roots, (n_iv ? n_iv : 1) * sizeof *roots);
+    } else {
+        s = bp_assign_intervals(iv, n_iv, opts->assign, &ao, offs, &ar, err);
+    }
     p->stats.assign_seconds = bp__now() - ta;
     if (s) goto done;
     p->stats.optimal = ar.optimal;
@@ -267,9 +275,12 @@ bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts, co
                 uint64_t end = offs[si] + iv[si].size;
                 if (end > arena) arena = end;
                 n_planned++;
-                if (g->t[t].producer >= 0) naive += g->t[t].bytes;
                 if (r == (int32_t)t) storage_bytes += lt.ssize[r];
-            } else if (tp->kind == BP_KIND_DYNAMIC) {
+            }
+            /* naive: every op output its own buffer, whatever aliasing does */
+            if (g->t[t].producer >= 0 && !g->t[t].dynamic && (!(g->t[t].flags & BP_TENSOR_CONST) || opts->plan_constants))
+                naive += g->t[t].bytes;
+            if (si < 0 && tp->kind == BP_KIND_DYNAMIC) {
                 n_dyn++;
                 dyn += g->t[t].bytes;
             }
@@ -283,6 +294,10 @@ bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts, co
         p->stats.n_dynamic = n_dyn;
     }
     p->stats.lower_bound_bytes = bp__lifetimes_peak(g, &lt, align, &p->stats.peak_step);
+    if (p->stats.peak_step < 0 && g->n_o > 0) {   /* bp__lifetimes_peak could not allocate */
+        s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory computing the lower bound", g->name);
+        goto done;
+    }
     s = bp__plan_build_events(p, g, err);
     if (s) goto done;
     p->stats.plan_seconds = bp__now() - t0;
@@ -312,13 +327,19 @@ bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan 
     int32_t *order = bp__alloc(&g->alloc, (g->n_o ? g->n_o : 1) * sizeof *order);
     if (!order) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
     double t0 = bp__now();
-    bp_status s = bp_schedule(g, opts, order, err);
+    bp_schedule_info info;
+    memset(&info, 0, sizeof info);
+    bp_status s = bp_schedule_ex(g, opts, order, &info, err);
     double ts = bp__now() - t0;
     if (!s) s = bp_plan_graph_order(g, opts, order, out, err);
-    bp__free(&g->alloc, order, g->n_o * sizeof *order);
     if (*out) {
+        double ms = 0;
+        if (bp_schedule_makespan(g, order, opts->threads > 0 ? opts->threads : 1, &ms, NULL) == BP_OK)
+            (*out)->stats.makespan = ms;
+        (*out)->stats.sched_optimal = info.optimal;
         (*out)->stats.schedule_seconds = ts;
         (*out)->stats.plan_seconds = bp__now() - t0;
     }
+    bp__free(&g->alloc, order, g->n_o * sizeof *order);
     return s;
 }

@@ -8,6 +8,7 @@
  * The memory-aware schedulers live in schedule_*.c.
  */
 #include "internal.h"
+#include "schedule_internal.h"
 
 #include <string.h>
 
@@ -67,11 +68,12 @@ int bp_sched_parse(const char *s, bp_sched_kind *out)
 bp_status bp_schedule(const bp_graph *g, const bp_plan_options *opts, int32_t *order, bp_error *err)
 {
     if (!g->finalized) return bp__err(err, BP_ERR_USAGE, "%s: the graph is not finalized", g->name);
+    /* given and kahn without a budget run here; everything else (and any
+     * scheduler with a budget) goes through bp_schedule_ex (budget.c). */
     switch (opts->sched) {
-    case BP_SCHED_GIVEN: return bp__sched_given(g, order, err);
-    case BP_SCHED_KAHN: return bp__sched_kahn(g, order, err);
-    default:
-        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: scheduler \"%s\" is not available in this build", g->name,
-                       bp_sched_name(opts->sched));
+    case BP_SCHED_GIVEN: if (!opts->budget) return bp__sched_given(g, order, err); break;
+    case BP_SCHED_KAHN: if (!opts->budget) return bp__sched_kahn(g, order, err); break;
+    default: break;
     }
+    return bp_schedule_ex(g, opts, order, NULL, err);
 }

@@ -15,8 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static void *libc_alloc(void *ctx, size_t n) { (void)ctx; return malloc(n ? n : 1); }
-static void *libc_realloc(void *ctx, void *p, size_t o, size_t n) { (void)ctx; (void)o; return realloc(p, n ? n : 1); }
+/* bp__fault_fail() is always false outside fault-injection test builds. */
+static void *libc_alloc(void *ctx, size_t n) { (void)ctx; return bp__fault_fail() ? NULL : malloc(n ? n : 1); }
+static void *libc_realloc(void *ctx, void *p, size_t o, size_t n) { (void)ctx; (void)o; return bp__fault_fail() ? NULL : realloc(p, n ? n : 1); }
 static void libc_free(void *ctx, void *p, size_t n) { (void)ctx; (void)n; free(p); }
 
 const bp_allocator bp__libc_allocator = { libc_alloc, libc_realloc, libc_free, NULL };
@@ -125,16 +126,21 @@ void bp__names_free(const bp_allocator *a, bp__names *nm)
     memset(nm, 0, sizeof *nm);
 }
 
+/* A slot holds the id + 1 in its low 32 bits and the upper 32 bits of the
+ * name's hash above, so a probe compares strings only on a tag match. */
 static bool names_rehash(const bp_allocator *a, bp__names *nm, size_t n_slots)
 {
-    int32_t *s = bp__alloc(a, n_slots * sizeof *s);
+    uint64_t *s = bp__calloc(a, n_slots, sizeof *s);
     if (!s) return false;
-    memset(s, 0xff, n_slots * sizeof *s);
-    for (size_t id = 0; id < nm->n; id++) {
+    for (size_t i = 0; i < nm->n_slots; i++) {
+        uint64_t v = nm->slots[i];
+        if (!v) continue;
+        int32_t id = (int32_t)(uint32_t)v - 1;
         const char *str = nm->pool + nm->off[id];
-        size_t h = (size_t)bp__hash_bytes(str, strlen(str), 0) & (n_slots - 1);
-        while (s[h] >= 0) h = (h + 1) & (n_slots - 1);
-        s[h] = (int32_t)id;
+        uint64_t h = bp__hash_bytes(str, strlen(str), 0);
+        size_t k = (size_t)h & (n_slots - 1);
+        while (s[k]) k = (k + 1) & (n_slots - 1);
+        s[k] = v;
     }
     bp__free(a, nm->slots, nm->n_slots * sizeof *nm->slots);
     nm->slots = s;
@@ -142,26 +148,37 @@ static bool names_rehash(const bp_allocator *a, bp__names *nm, size_t n_slots)
     return true;
 }
 
+static int32_t names_probe(const bp__names *nm, const char *s, size_t len, uint64_t h, size_t *slot)
+{
+    size_t mask = nm->n_slots - 1, k = (size_t)h & mask;
+    uint64_t tag = h >> 32;
+    for (;;) {
+        uint64_t v = nm->slots[k];
+        if (!v) { *slot = k; return -1; }
+        if ((v >> 32) == tag) {
+            int32_t id = (int32_t)(uint32_t)v - 1;
+            const char *c = nm->pool + nm->off[id];
+            if (strncmp(c, s, len) == 0 && c[len] == 0) { *slot = k; return id; }
+        }
+        k = (k + 1) & mask;
+    }
+}
+
 int32_t bp__names_find(const bp__names *nm, const char *s, size_t len)
 {
     if (!nm->n_slots) return -1;
-    size_t mask = nm->n_slots - 1;
-    size_t h = (size_t)bp__hash_bytes(s, len, 0) & mask;
-    for (;;) {
-        int32_t id = nm->slots[h];
-        if (id < 0) return -1;
-        const char *c = nm->pool + nm->off[id];
-        if (strncmp(c, s, len) == 0 && c[len] == 0) return id;
-        h = (h + 1) & mask;
-    }
+    size_t slot;
+    return names_probe(nm, s, len, bp__hash_bytes(s, len, 0), &slot);
 }
 
 int32_t bp__names_add(const bp_allocator *a, bp__names *nm, const char *s, size_t len, int32_t *existing)
 {
-    int32_t f = bp__names_find(nm, s, len);
-    if (f >= 0) { if (existing) *existing = f; return -2; }
     if (nm->n >= INT32_MAX - 1 || nm->pool_len + len + 1 > UINT32_MAX) return -1;
     if ((nm->n + 1) * 2 > nm->n_slots && !names_rehash(a, nm, nm->n_slots ? nm->n_slots * 2 : 64)) return -1;
+    uint64_t h = bp__hash_bytes(s, len, 0);
+    size_t slot;
+    int32_t f = names_probe(nm, s, len, h, &slot);
+    if (f >= 0) { if (existing) *existing = f; return -2; }
     if (!bp__grow(a, (void **)&nm->pool, &nm->pool_cap, nm->pool_len + len + 1, 1)) return -1;
     if (!bp__grow(a, (void **)&nm->off, &nm->off_cap, nm->n + 1, sizeof *nm->off)) return -1;
     memcpy(nm->pool + nm->pool_len, s, len);
@@ -170,10 +187,7 @@ int32_t bp__names_add(const bp_allocator *a, bp__names *nm, const char *s, size_
     nm->off[id] = (uint32_t)nm->pool_len;
     nm->pool_len += len + 1;
     nm->n++;
-    size_t mask = nm->n_slots - 1;
-    size_t h = (size_t)bp__hash_bytes(s, len, 0) & mask;
-    while (nm->slots[h] >= 0) h = (h + 1) & mask;
-    nm->slots[h] = id;
+    nm->slots[slot] = ((h >> 32) << 32) | (uint64_t)(uint32_t)(id + 1);
     return id;
 }
 
@@ -217,8 +231,8 @@ bp_status bp__out_open(bp__outfile *o, const char *path, bp_error *err)
     memset(o, 0, sizeof *o);
     if (!path || strcmp(path, "-") == 0) { o->f = stdout; o->is_stdout = true; return BP_OK; }
     size_t n = strlen(path) + 32;
-    o->path = malloc(strlen(path) + 1);
-    o->tmp = malloc(n);
+    o->path = libc_alloc(NULL, strlen(path) + 1);
+    o->tmp = libc_alloc(NULL, n);
     if (!o->path || !o->tmp) { free(o->path); free(o->tmp); return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", path); }
     strcpy(o->path, path);
     snprintf(o->tmp, n, "%s.tmp.%ld", path, (long)getpid());
@@ -279,4 +293,20 @@ void bp__json_str(FILE *f, const char *s)
         }
     }
     fputc('"', f);
+}
+
+bool bp__valid_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
+        if (n < 0 || (n == 1 && c < 0xc2) || (c == 0xf4 && p[1] > 0x8f) || c > 0xf4) return false;
+        if (n == 2 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f))) return false;
+        if (n == 3 && c == 0xf0 && p[1] < 0x90) return false;
+        p++;
+        for (int i = 0; i < n; i++, p++)
+            if ((*p & 0xc0) != 0x80) return false;
+    }
+    return true;
 }

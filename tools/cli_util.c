@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int cli_exit_code(bp_status s)
 {
@@ -220,14 +221,43 @@ static bp_status bad_opt(bp_error *err, const char *opt, const char *val, const 
     return BP_ERR_USAGE;
 }
 
-static bool is_json_file(const char *path)
+static bool is_json_text(const char *buf, size_t len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return true; /* let the JSON reader report the error */
-    int c;
-    while ((c = fgetc(f)) != EOF && (c == ' ' || c == '\n' || c == '\r' || c == '\t')) {}
-    fclose(f);
-    return c == '{' || c == EOF;
+    size_t i = 0;
+    while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t')) i++;
+    return i == len || buf[i] == '{';
+}
+
+/* Peeks at a regular file to tell JSON from ONNX; other files (pipes,
+ * "-" for stdin) are read whole into *data so nothing is consumed twice. */
+static bool is_json_file(const char *path, char **data, size_t *len)
+{
+    struct stat sb;
+    *data = NULL;
+    *len = 0;
+    if (strcmp(path, "-") != 0 && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        FILE *f = fopen(path, "rb");
+        if (!f) return true; /* let the JSON reader report the error */
+        char buf[64];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        return is_json_text(buf, n);
+    }
+    if (strcmp(path, "-") != 0 && stat(path, &sb) != 0) return true; /* missing: the reader reports it */
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) return true;
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    while (b) {
+        if (n == cap) { char *nb = realloc(b, cap * 2); if (!nb) { free(b); b = NULL; break; } b = nb; cap *= 2; }
+        size_t r = fread(b + n, 1, cap - n, f);
+        if (!r) break;
+        n += r;
+    }
+    if (f != stdin) fclose(f);
+    *data = b;
+    *len = b ? n : 0;
+    return b ? is_json_text(b, n) : true;
 }
 
 bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err)
@@ -237,7 +267,10 @@ bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err
     char name[256];
     int64_t dims[64];
     *out = NULL;
-    if (!is_json_file(go->path)) {
+    char *data = NULL;
+    size_t data_len = 0;
+    bool json = is_json_file(go->path, &data, &data_len);
+    if (!json) {
 #ifdef BP_HAVE_ONNX
         const char *dn[64], *sn[64];
         int64_t dv[64], sdims[64][64];
@@ -246,13 +279,13 @@ bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err
         char names[128][256];
         for (int i = 0; i < go->n_dims; i++) {
             int r = parse_shape(go->dims[i], names[i], sizeof names[i], dims, 1);
-            if (r != 1) return bad_opt(err, "--dim", go->dims[i], "expected SYM=N");
+            if (r != 1) { free(data); return bad_opt(err, "--dim", go->dims[i], "expected SYM=N"); }
             dn[i] = names[i];
             dv[i] = dims[0];
         }
         for (int i = 0; i < go->n_shapes; i++) {
             int r = parse_shape(go->shapes[i], names[64 + i], sizeof names[64 + i], sdims[i], 64);
-            if (r < 0) return bad_opt(err, "--shape", go->shapes[i], "expected NAME=AxBxC");
+            if (r < 0) { free(data); return bad_opt(err, "--shape", go->shapes[i], "expected NAME=AxBxC"); }
             sn[i] = names[64 + i];
             sr[i] = r;
             sdp[i] = sdims[i];
@@ -268,15 +301,19 @@ bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err
         oo.shape_dims = sdp;
         oo.unknown_op_dynamic = go->unknown_op && !strcmp(go->unknown_op, "dynamic");
         oo.plan_constants = go->plan_constants;
-        s = bp_onnx_read(go->path, &oo, NULL, &g, err);
+        s = data ? bp_onnx_parse(data, data_len, go->path, &oo, NULL, &g, NULL, err)
+                 : bp_onnx_read(go->path, &oo, NULL, &g, err);
+        free(data);
         if (s) return s;
 #else
+        free(data);
         snprintf(err->msg, sizeof err->msg, "%s: not a JSON graph, and this bufplan was built without ONNX support", go->path);
         err->status = BP_ERR_UNSUPPORTED;
         return BP_ERR_UNSUPPORTED;
 #endif
     } else {
-        s = bp_graph_read_json(go->path, NULL, &g, err);
+        s = data ? bp_graph_parse_json(data, data_len, go->path, NULL, &g, err) : bp_graph_read_json(go->path, NULL, &g, err);
+        free(data);
         if (s) return s;
         for (int i = 0; i < go->n_dims; i++) {
             int r = parse_shape(go->dims[i], name, sizeof name, dims, 1);

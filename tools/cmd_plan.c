@@ -3,8 +3,10 @@
  * report and write the plan (JSON) or its event table (CSV).
  */
 #include "cli.h"
+#include "cli_dyn.h" /* issue 8: --config, --preset, --cache */
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void plan_usage(FILE *f)
@@ -17,19 +19,23 @@ static void plan_usage(FILE *f)
                "                         plan JSON (default with -o) or the event table CSV\n"
                "  -o FILE                write the plan there (\"-\" = stdout)\n"
                "  --no-verify            skip the verifier\n"
-               "  -q, --quiet            no report\n",
+               "  -q, --quiet            no report\n"
+               /* issue 8 */
+               "  --config FILE --preset NAME  planner settings from a config file / preset\n"
+               "                         (flags win; bufplan config --help)\n"
+               "  --cache DIR            reuse plans saved in DIR, save new ones there\n",
                cli_plan_opts_help, cli_graph_opts_help);
 }
 
 /* The short report. */
-static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verified)
+static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verified, int threads)
 {
     const bp_plan_stats *st = bp_plan_get_stats(p);
     char b1[32], b2[32], b3[32];
     int32_t nt = bp_graph_n_tensors(g), n_in = 0, n_w = 0, n_out = 0;
     for (int32_t t = 0; t < nt; t++) {
         const bp_tensor_plan *tp = bp_plan_tensor(p, t);
-        if (tp->kind == BP_KIND_INPUT && tp->first >= 0) n_in++;
+        if ((bp_graph_tensor_flags(g, t) & BP_TENSOR_INPUT) && tp->first >= 0) n_in++;
         else if (tp->kind == BP_KIND_WEIGHT) n_w++;
         else if (tp->kind == BP_KIND_OUTPUT) n_out++;
     }
@@ -46,29 +52,60 @@ static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verif
             ps, ps >= 0 && ps < bp_plan_n_steps(p) ? bp_graph_op_name(g, bp_plan_schedule(p)[ps]) : "-");
     if (st->alias_saved_bytes) fprintf(f, "  aliasing saved %s (views and in-place)\n", cli_fmt_bytes(st->alias_saved_bytes, b1, sizeof b1));
     if (st->n_dynamic) fprintf(f, "  dynamic      %d tensors kept out of the arena\n", st->n_dynamic);
+    fprintf(f, "  makespan     %.4g cost units on %d worker(s)%s\n", st->makespan, threads,
+            st->sched_optimal ? "; schedule proven optimal" : "");
     fprintf(f, "  plan time    %.3f ms (schedule %.3f, assign %.3f)%s\n", st->plan_seconds * 1e3, st->schedule_seconds * 1e3,
             st->assign_seconds * 1e3, verified ? "; verified" : "");
+}
+
+/* --sweep alpha: the seed scheduler's peak and makespan for alpha in [0, 1]. */
+static int run_sweep(const bp_graph *g, const bp_plan_options *po, int n)
+{
+    bp_sweep_point *pts = calloc((size_t)n, sizeof *pts);
+    bp_error err = {0};
+    if (!pts) { fprintf(stderr, "bufplan: out of memory\n"); return CLI_BAD; }
+    if (bp_schedule_sweep_alpha(g, po, n, pts, &err)) { free(pts); return cli_fail(&err); }
+    printf("alpha\tbeta\tpeak_bytes\tmakespan (%d worker(s))\n", po->threads);
+    for (int i = 0; i < n; i++)
+        printf("%.3f\t%.3f\t%llu\t%.6g\n", pts[i].alpha, pts[i].beta, (unsigned long long)pts[i].peak_bytes, pts[i].makespan);
+    free(pts);
+    return CLI_OK;
 }
 
 int cmd_plan(int argc, char **argv)
 {
     bp_plan_options po;
     bp_plan_options_init(&po);
+    /* issue 8: defaults < --preset < --config file < flags */
+    bp_config cfg;
+    int crc = cli_config_prescan(&cfg, argc, argv, "plan");
+    if (crc) return crc;
+    po = cfg.plan;
     cli_graph_opts go;
     memset(&go, 0, sizeof go);
     const char *out = NULL, *format = NULL;
-    int no_verify = 0, quiet = 0;
+    int no_verify = 0, quiet = 0, sweep = 0;
+    uint64_t points = 11;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r;
         if (cli_is_help(a)) { plan_usage(stdout); return CLI_OK; }
-        if ((r = cli_plan_opt(&po, argc, argv, &i, "plan")) || (r = cli_graph_opt(&go, argc, argv, &i, "plan"))) {
+        if ((r = cli_plan_opt(&po, argc, argv, &i, "plan")) || (r = cli_graph_opt(&go, argc, argv, &i, "plan")) ||
+            (r = cli_config_opt(&cfg, argc, argv, &i, "plan"))) {
             if (r < 0) return CLI_BAD;
             continue;
         }
         if (!strcmp(a, "-o") || !strcmp(a, "--format")) {
             if (i + 1 >= argc) return cli_usage_error("plan", "%s needs a value", a);
             if (a[1] == 'o') out = argv[++i]; else format = argv[++i];
+        } else if (!strcmp(a, "--sweep")) {
+            if (i + 1 >= argc || strcmp(argv[i + 1], "alpha")) return cli_usage_error("plan", "--sweep takes \"alpha\"");
+            i++;
+            sweep = 1;
+        } else if (!strcmp(a, "--points")) {
+            if (i + 1 >= argc || !cli_parse_u64(argv[i + 1], &points) || points < 2 || points > 1001)
+                return cli_usage_error("plan", "--points needs a number in 2..1001");
+            i++;
         } else if (!strcmp(a, "--no-verify")) no_verify = 1;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = 1;
         else if (a[0] == '-' && a[1]) return cli_usage_error("plan", "unknown option %s", a);
@@ -88,7 +125,21 @@ int cmd_plan(int argc, char **argv)
     bp_plan *p = NULL;
     bp_status s = cli_load_graph(&go, &g, &err);
     if (s) return cli_fail(&err);
-    s = bp_plan_graph(g, &po, &p, &err);
+    if (sweep) {
+        int rc = run_sweep(g, &po, (int)points);
+        bp_graph_free(g);
+        return rc;
+    }
+    /* issue 8: the plan cache */
+    bp_plan_cache *cache = NULL;
+    int hit = 0;
+    if (cfg.cache_dir[0]) {
+        s = bp_plan_cache_open(cfg.cache_dir, stderr, &cache, &err);
+        if (s) { int rc = cli_fail(&err); bp_graph_free(g); return rc; }
+        bp_plan_cache_set_verify(cache, cfg.cache_verify);
+    }
+    s = cache ? bp_plan_cache_plan(cache, g, "", &po, &p, &hit, &err) : bp_plan_graph(g, &po, &p, &err);
+    bp_plan_cache_close(cache);
     if (s) { int rc = cli_fail(&err); bp_graph_free(g); return rc; }
     int verified = 0;
     if (!no_verify) {
@@ -106,7 +157,9 @@ int cmd_plan(int argc, char **argv)
         s = !strcmp(format, "csv") ? bp_plan_write_events_csv(p, g, out, &err) : bp_plan_write_json(p, g, out, &err);
         if (s) rc = cli_fail(&err);
     }
-    if (!quiet && rc == CLI_OK) print_report(out && !strcmp(out, "-") ? stderr : stdout, g, p, verified);
+    if (!quiet && rc == CLI_OK) print_report(out && !strcmp(out, "-") ? stderr : stdout, g, p, verified, po.threads);
+    if (!quiet && rc == CLI_OK && cfg.cache_dir[0]) /* issue 8 */
+        fprintf(out && !strcmp(out, "-") ? stderr : stdout, "  plan cache   %s (%s)\n", hit ? "hit" : "miss, plan saved", cfg.cache_dir);
     bp_plan_free(p);
     bp_graph_free(g);
     return rc;

@@ -3,6 +3,7 @@
  * subcommand (tools/cmd_*.c); each parses its own options.
  */
 #include "cli.h"
+#include "cli_dyn.h" /* cmd_config, until cli.h declares it */
 
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +27,10 @@ static const struct {
     {"demo", cmd_demo, "plan a built-in graph with every strategy"},
     {"version", cmd_version, "print the version"},
     {"pack", cmd_pack, "pack a MiniMalloc CSV instance (offsets for time x bytes)"},
+    {"run", cmd_run, "execute a plan with reference kernels"},
+    {"viz", cmd_viz, "draw a plan's memory timeline (HTML or SVG)"},
+    {"report", cmd_report, "every scheduler x assigner on a graph"},
+    {"config", cmd_config, "print the effective configuration (presets, config file, flags)"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,525 @@
+/*
+ * assign_bestfit.c — greedy best-fit offsets in one arena (the TFLite / XLA
+ * heuristic), made fast and run over several orders.
+ *
+ * For each interval in a static order (largest first, longest first, largest
+ * area first, most conflicts first), collect the already placed intervals that
+ * overlap it in time, sort them by offset, and take the smallest gap between
+ * them that holds it (aligned); if none does, it goes on top of them.
+ *
+ * Finding the placed intervals that overlap [l, u) is the hot spot.  They
+ * are those live at l plus those starting inside (l, u).  The second set is
+ * a range of the array sorted by lower.  The first is a stabbing query on a
+ * static interval tree over the ranks of the distinct lowers (each interval
+ * sits at the highest node whose split point it crosses, listed by lower
+ * ascending and by upper descending, so a scan stops at the first miss).  A
+ * placement costs O(log n + d) for d intervals overlapping it in time, plus
+ * sorting the placed ones by offset: a run is O(n log n + overlaps).
+ * Orders are sorted by LSD radix (stable, so ties
+ * keep the lower-first order).  A run stops as soon as it cannot beat the
+ * best arena so far; the orders stop at the lower bound.  The result is
+ * never above naive (naive's layout is taken if it were).
+ */
+#include "assign_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The time-order path: above this many intervals, and while at most this
+ * many are live at once. */
+#define BF_TIME_ORDER_MIN 200000u
+#define BF_TIME_ORDER_MAX_LIVE 2048u
+/* The canonical greedy (assign_greedy.c) runs up to this many intervals,
+ * with this work budget (overlap visits) in bestfit. */
+#define BF_GREEDY_MAX 100000u
+#define BF_GREEDY_WORK 150000u
+#define BF_GREEDY_WORK_SEARCH 5000000u
+
+typedef struct bf_conf { uint64_t off, end; } bf_conf;
+
+/* One entry of a node list: the rank of the interval's lower (list A) or
+ * upper (list B) among the distinct lowers, and the interval. */
+typedef struct bf_ent { uint32_t r, i; } bf_ent;
+
+typedef struct bf_ctx {
+    const bp_interval *iv;
+    size_t n;
+    uint32_t m;            /* intervals with size > 0 */
+    uint32_t *by_lower;    /* m: interval index at each position */
+    int64_t *L;            /* m: lower at each position */
+    uint32_t *qa;          /* n: rank of each interval's lower */
+    uint32_t *after;       /* n: first position whose lower > the interval's */
+    uint64_t *pend;        /* n: offset + size of a placed interval, 0 = not placed */
+    /* interval tree over the T distinct lowers (T2 = power of two >= T) */
+    size_t T2;
+    uint32_t *noff;        /* 2*T2 + 1: node lists in A / B */
+    bf_ent *A, *B;         /* per node: by lower ascending / by upper descending */
+    size_t n_ent;
+    bf_conf *conf; size_t conf_cap;
+} bf_ctx;
+
+static const bp_allocator *const bf_alloc = &bp__libc_allocator;
+
+/* ------------------------------------------------------------ radix sort */
+
+/* Sorts idx[0..m) (stable) by key ascending; key[k] belongs to idx[k].
+ * tk/ti are scratch of m entries.  Passes whose byte is constant are skipped. */
+static void bf_radix(uint64_t *key, uint32_t *idx, uint64_t *tk, uint32_t *ti, size_t m)
+{
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (size_t k = 0; k < m; k++) { all_or |= key[k]; all_and &= key[k]; }
+    uint64_t *k0 = key, *k1 = tk;
+    uint32_t *i0 = idx, *i1 = ti;
+    for (int shift = 0; shift < 64; shift += 8) {
+        if ((((all_or ^ all_and) >> shift) & 0xff) == 0) continue;
+        size_t cnt[257] = {0};
+        for (size_t k = 0; k < m; k++) cnt[((k0[k] >> shift) & 0xff) + 1]++;
+        for (int b = 0; b < 256; b++) cnt[b + 1] += cnt[b];
+        for (size_t k = 0; k < m; k++) {
+            size_t d = cnt[(k0[k] >> shift) & 0xff]++;
+            k1[d] = k0[k]; i1[d] = i0[k];
+        }
+        uint64_t *sk = k0; k0 = k1; k1 = sk;
+        uint32_t *si = i0; i0 = i1; i1 = si;
+    }
+    if (k0 != key) {
+        memcpy(key, k0, m * sizeof *key);
+        memcpy(idx, i0, m * sizeof *idx);
+    }
+}
+
+/* --------------------------------------------------------- interval tree */
+
+static inline bool bf_push(bf_ctx *c, long *k, uint32_t j, const uint64_t *off)
+{
+    uint64_t e = c->pend[j];
+    if (!e) return true; /* not placed yet */
+    if ((size_t)*k >= c->conf_cap &&
+        !bp__grow(bf_alloc, (void **)&c->conf, &c->conf_cap, (size_t)*k + 1, sizeof *c->conf))
+        return false;
+    c->conf[*k].off = off[j];
+    c->conf[*k].end = e;
+    (*k)++;
+    return true;
+}
+
+/* Collects the placed intervals overlapping interval x = iv[xi] into
+ * c->conf: those live at x's lower (a stabbing query down the tree) and those
+ * starting inside (lower, upper) (a range of the lower-sorted array).
+ * Returns the count or -1 on OOM. */
+static long bf_conflicts(bf_ctx *c, uint32_t xi, const uint64_t *off)
+{
+    const bp_interval *x = &c->iv[xi];
+    long k = 0;
+    size_t p = c->qa[xi], T2 = c->T2;
+    size_t v = T2 + p;
+    /* leaf: intervals whose only point is p */
+    for (uint32_t e = c->noff[v]; e < c->noff[v + 1]; e++)
+        if (!bf_push(c, &k, c->A[e].i, off)) return -1;
+    for (unsigned sh = 1; (T2 >> (sh - 1)) > 1; sh++) {
+        v = (T2 + p) >> sh;
+        uint32_t e0 = c->noff[v], e1 = c->noff[v + 1];
+        if (e0 == e1) continue;
+        size_t lo = (v << sh) - T2, mid = lo + ((size_t)1 << (sh - 1));
+        if (p < mid) {
+            for (uint32_t e = e0; e < e1 && c->A[e].r <= p; e++)
+                if (!bf_push(c, &k, c->A[e].i, off)) return -1;
+        } else {
+            for (uint32_t e = e0; e < e1 && c->B[e].r > p; e++)
+                if (!bf_push(c, &k, c->B[e].i, off)) return -1;
+        }
+    }
+    /* lower in (x.lower, x.upper) */
+    for (size_t q = c->after[xi]; q < c->m && c->L[q] < x->upper; q++) {
+        uint32_t j = c->by_lower[q];
+        if (!bf_push(c, &k, j, off)) return -1;
+    }
+    return k;
+}
+
+/* Sorts conflicts by offset: quicksort (median of three) down to short
+ * runs, then one insertion-sort pass.  Depth is bounded by recursing into
+ * the smaller side only. */
+static void bf_sort_conf(bf_conf *c, long k)
+{
+    long lo = 0, hi = k - 1;
+    while (hi - lo > 16) {
+        long mid = lo + (hi - lo) / 2;
+        uint64_t a0 = c[lo].off, a1 = c[mid].off, a2 = c[hi].off;
+        uint64_t piv = a0 < a1 ? (a1 < a2 ? a1 : (a0 < a2 ? a2 : a0)) : (a0 < a2 ? a0 : (a1 < a2 ? a2 : a1));
+        long i = lo, j = hi;
+        while (i <= j) {
+            while (c[i].off < piv) i++;
+            while (c[j].off > piv) j--;
+            if (i <= j) { bf_conf t = c[i]; c[i] = c[j]; c[j] = t; i++; j--; }
+        }
+        if (j - lo < hi - i) { bf_sort_conf(c + lo, j - lo + 1); lo = i; }
+        else { bf_sort_conf(c + i, hi - i + 1); hi = j; }
+    }
+    for (long i = lo + 1; i <= hi; i++) {
+        bf_conf v = c[i];
+        long j = i - 1;
+        while (j >= lo && c[j].off > v.off) { c[j + 1] = c[j]; j--; }
+        c[j + 1] = v;
+    }
+}
+
+/* The best-fitting aligned offset for `size` among conflicts sorted by offset:
+ * the smallest gap that holds it (lowest on ties), else on top of them all. */
+static uint64_t bf_gap(const bf_conf *c, long k, uint64_t size, uint64_t align)
+{
+    uint64_t floor = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
+    for (long i = 0; i < k; i++) {
+        if (c[i].off > floor) {
+            uint64_t o = bp__align_up(floor, align);
+            if (o + size <= c[i].off) {
+                uint64_t gap = c[i].off - floor;
+                if (gap < best_gap) { best_gap = gap; best = o; }
+            }
+        }
+        if (c[i].end > floor) floor = c[i].end;
+    }
+    if (best != UINT64_MAX) return best;
+    return bp__align_up(floor, align);
+}
+
+/* One greedy run in the given order; returns the arena, or UINT64_MAX when
+ * it stopped because it could not beat `cutoff`, or 0 with *oom set. */
+static uint64_t bf_run(bf_ctx *c, const uint32_t *order, uint32_t n_order, uint64_t *off,
+                       uint64_t base_arena, uint64_t cutoff, bool *oom)
+{
+    const bp_interval *iv = c->iv;
+    memset(c->pend, 0, c->n * sizeof *c->pend);
+    /* pre-placed intervals first */
+    for (size_t i = 0; i < c->n; i++)
+        if (iv[i].fixed_offset != BP_NO_OFFSET) {
+            off[i] = iv[i].fixed_offset;
+            if (iv[i].size) c->pend[i] = iv[i].fixed_offset + iv[i].size;
+        }
+    uint64_t arena = base_arena;
+    for (uint32_t k = 0; k < n_order; k++) {
+        uint32_t i = order[k];
+        const bp_interval *x = &iv[i];
+        long nc = bf_conflicts(c, i, off);
+        if (nc < 0) { *oom = true; return 0; }
+        bf_sort_conf(c->conf, nc);
+        uint64_t o = bf_gap(c->conf, nc, x->size, x->alignment);
+        off[i] = o;
+        c->pend[i] = o + x->size;
+        if (o + x->size > arena) {
+            arena = o + x->size;
+            if (arena >= cutoff) return UINT64_MAX;
+        }
+    }
+    return arena;
+}
+
+enum { BF_BY_SIZE, BF_BY_LENGTH, BF_BY_AREA, BF_BY_DEGREE, BF_N_ORDERS };
+
+static uint64_t bf_sat_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return bp__mul_u64(a, b, &r) ? r : UINT64_MAX;
+}
+
+static uint64_t bf_len(const bp_interval *x) { return (uint64_t)x->upper - (uint64_t)x->lower; }
+
+/* Number of positions in sorted a[0..m) with a[p] < v (lt) or <= v. */
+static size_t bf_count_lt(const int64_t *a, size_t m, int64_t v, bool le)
+{
+    size_t lo = 0, hi = m;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < v || (le && a[mid] == v)) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+/* ------------------------------------------------------- time order */
+
+/* Online best fit in time order, for large inputs: intervals by lower
+ * (larger first on ties); the live blocks are kept sorted by offset in an
+ * array, frees come from a min-heap on upper.  Each placement scans the
+ * live blocks for the smallest gap that holds it (else on top), so a run is
+ * O(n log n + n * live): used when the live set stays small.  by_lower[] is
+ * the m sized intervals sorted by lower (no fixed offsets).  Returns the
+ * arena or 0 with *oom set. */
+typedef struct bf_blk { uint64_t off, end; uint32_t i; } bf_blk;
+
+static uint64_t bf_timeorder(const bp_interval *iv, const uint32_t *by_lower, uint32_t m, uint32_t max_live,
+                             uint64_t *off, bool *oom)
+{
+    bf_blk *blk = malloc(((size_t)max_live + 1) * sizeof *blk);
+    uint32_t *heap = malloc(((size_t)max_live + 1) * sizeof *heap);
+    if (!blk || !heap) { free(blk); free(heap); *oom = true; return 0; }
+    uint32_t nb = 0, hn = 0;
+    uint64_t arena = 0;
+    for (uint32_t p = 0; p < m; p++) {
+        uint32_t i = by_lower[p];
+        const bp_interval *x = &iv[i];
+        /* free what ended by x's lower */
+        while (hn && iv[heap[0]].upper <= x->lower) {
+            uint32_t d = heap[0];
+            uint32_t v = heap[--hn], q = 0;
+            for (;;) {
+                uint32_t l = 2 * q + 1;
+                if (l >= hn) break;
+                uint32_t r = l + 1 < hn && iv[heap[l + 1]].upper < iv[heap[l]].upper ? l + 1 : l;
+                if (iv[heap[r]].upper >= iv[v].upper) break;
+                heap[q] = heap[r]; q = r;
+            }
+            heap[q] = v;
+            /* remove d's block: binary search by offset */
+            uint32_t lo = 0, hi = nb;
+            while (lo < hi) { uint32_t mid = (lo + hi) / 2; if (blk[mid].off < off[d]) lo = mid + 1; else hi = mid; }
+            while (lo < nb && blk[lo].i != d) lo++;
+            if (lo < nb) { memmove(blk + lo, blk + lo + 1, (nb - lo - 1) * sizeof *blk); nb--; }
+        }
+        uint64_t floor = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
+        uint32_t at = nb, best_at = nb;
+        for (uint32_t b = 0; b < nb; b++) {
+            if (blk[b].off > floor) {
+                uint64_t o = bp__align_up(floor, x->alignment);
+                if (o + x->size <= blk[b].off && blk[b].off - floor < best_gap) {
+                    best_gap = blk[b].off - floor; best = o; best_at = b;
+                }
+            }
+            if (blk[b].end > floor) floor = blk[b].end;
+        }
+        if (best == UINT64_MAX) { best = bp__align_up(floor, x->alignment); best_at = nb; }
+        at = best_at;
+        off[i] = best;
+        if (best + x->size > arena) arena = best + x->size;
+        memmove(blk + at + 1, blk + at, (nb - at) * sizeof *blk);
+        blk[at].off = best; blk[at].end = best + x->size; blk[at].i = i;
+        nb++;
+        /* push on the end heap */
+        uint32_t q = hn++;
+        while (q > 0 && iv[heap[(q - 1) / 2]].upper > x->upper) { heap[q] = heap[(q - 1) / 2]; q = (q - 1) / 2; }
+        heap[q] = i;
+    }
+    free(blk); free(heap);
+    return arena;
+}
+
+bp_status bp__assign_bestfit(const bp_interval *iv, size_t n, const bp_assign_options *o,
+                             uint64_t *offsets, bp_assign_result *res, bp_error *err)
+{
+    return bp__assign_bestfit_ex(iv, n, o, 0, 0, offsets, res, err);
+}
+
+bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, int quality,
+                                double deadline, uint64_t *offsets, bp_assign_result *res, bp_error *err)
+{
+    (void)o;
+    const bp_allocator *a = bf_alloc;
+    bp_status st = BP_OK;
+    if (n >= UINT32_MAX)
+        return bp__err(err, BP_ERR_LIMIT, "bestfit: %zu intervals (at most %u)", n, UINT32_MAX - 1);
+
+    /* naive first: the ceiling, and the answer when nothing can be shared */
+    st = bp__assign_naive(iv, n, offsets, res, err);
+    if (st != BP_OK) return st;
+    uint64_t best = res->arena_bytes;
+    uint64_t lb = res->lower_bound;
+
+    bf_ctx c;
+    memset(&c, 0, sizeof c);
+    c.iv = iv; c.n = n;
+    uint32_t m = 0, n_free = 0;
+    uint64_t base_arena = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!iv[i].size) continue;
+        m++;
+        if (iv[i].fixed_offset == BP_NO_OFFSET) n_free++;
+        else if (iv[i].fixed_offset + iv[i].size > base_arena) base_arena = iv[i].fixed_offset + iv[i].size;
+    }
+    if (best <= lb || n_free == 0) return BP_OK;
+    c.m = m;
+    c.by_lower = bp__alloc(a, (size_t)m * sizeof *c.by_lower);
+    c.L = bp__alloc(a, (size_t)m * sizeof *c.L);
+    c.qa = bp__alloc(a, n * sizeof *c.qa);
+    c.after = bp__alloc(a, n * sizeof *c.after);
+    c.pend = bp__alloc(a, n * sizeof *c.pend);
+    uint64_t *key = bp__alloc(a, (size_t)m * sizeof *key);
+    uint64_t *tk = bp__alloc(a, (size_t)m * sizeof *tk);
+    uint32_t *ti = bp__alloc(a, (size_t)m * sizeof *ti);
+    uint32_t *order = bp__alloc(a, (size_t)m * sizeof *order);
+    uint64_t *work = bp__alloc(a, n * sizeof *work);
+    int64_t *U = bp__alloc(a, (size_t)m * sizeof *U);
+    uint32_t *nodeof = NULL;
+    if (!c.by_lower || !c.L || !c.qa || !c.after || !c.pend || !key || !tk || !ti || !order || !work || !U) goto oom;
+
+    /* positions by lower; intervals by upper (in `order`, temporarily) */
+    {
+        uint32_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!iv[i].size) continue;
+            c.by_lower[k] = (uint32_t)i;
+            key[k] = (uint64_t)iv[i].lower ^ (UINT64_C(1) << 63); /* order-preserving */
+            k++;
+        }
+        bf_radix(key, c.by_lower, tk, ti, m);
+        for (uint32_t p = 0; p < m; p++) c.L[p] = iv[c.by_lower[p]].lower;
+        for (uint32_t p = 0; p < m; p++) {
+            order[p] = c.by_lower[p];
+            key[p] = (uint64_t)iv[order[p]].upper ^ (UINT64_C(1) << 63);
+        }
+        bf_radix(key, order, tk, ti, m);
+        for (uint32_t p = 0; p < m; p++) U[p] = iv[order[p]].upper;
+    }
+    /* Large inputs whose live set stays small: online best fit in time
+     * order (no fixed offsets: those would need the whole lifetime). */
+    if (!quality && n_free == m && m > BF_TIME_ORDER_MIN) {
+        uint32_t live = 0, max_live = 0, q = 0;
+        for (uint32_t p = 0; p < m; p++) {
+            while (q < m && U[q] <= c.L[p]) { q++; live--; }
+            if (++live > max_live) max_live = live;
+        }
+        if (max_live <= BF_TIME_ORDER_MAX_LIVE) {
+            bool oom = false;
+            uint64_t ar = bf_timeorder(iv, c.by_lower, m, max_live, work, &oom);
+            if (oom) goto oom;
+            if (ar < best) {
+                best = ar;
+                for (uint32_t p = 0; p < m; p++) offsets[c.by_lower[p]] = work[c.by_lower[p]];
+            }
+            res->arena_bytes = best;
+            goto done;
+        }
+    }
+    /* The interval tree over ranks of distinct lowers.  qa[i] = rank of
+     * lower; work[i] = rank of upper = number of distinct lowers < upper. */
+    {
+        uint32_t T = 0;
+        for (uint32_t p = 0; p < m; p++) {
+            if (p == 0 || c.L[p] != c.L[p - 1]) T++;
+            c.qa[c.by_lower[p]] = T - 1;
+        }
+        for (uint32_t p = m, end = m; p-- > 0;) {
+            if (p + 1 < m && c.L[p] != c.L[p + 1]) end = p + 1;
+            c.after[c.by_lower[p]] = end;
+        }
+        /* uppers ascending against the distinct lowers, by merging */
+        uint32_t r = 0, p2 = 0;
+        for (uint32_t q = 0; q < m; q++) {
+            int64_t u = U[q];
+            while (p2 < m && c.L[p2] < u) { if (p2 == 0 || c.L[p2] != c.L[p2 - 1]) r++; p2++; }
+            work[order[q]] = r;
+        }
+        c.T2 = 1;
+        while (c.T2 < T) c.T2 *= 2;
+        c.noff = bp__calloc(a, 2 * c.T2 + 1, sizeof *c.noff);
+        nodeof = bp__alloc(a, n * sizeof *nodeof);
+        size_t n_ent = 0;
+        if (!c.noff || !nodeof) goto oom;
+        for (uint32_t p = 0; p < m; p++) {
+            uint32_t i = c.by_lower[p];
+            uint64_t qa = c.qa[i], qb = work[i];
+            if (qb <= qa) { nodeof[i] = 0; continue; } /* holds no query point */
+            uint64_t r2 = qb - 1;
+            size_t v = qa == r2 ? c.T2 + qa : (c.T2 + qa) >> (64 - __builtin_clzll(qa ^ r2));
+            nodeof[i] = (uint32_t)v;
+            c.noff[v + 1]++;
+            n_ent++;
+        }
+        for (size_t v = 0; v < 2 * c.T2; v++) c.noff[v + 1] += c.noff[v];
+        c.A = bp__alloc(a, (n_ent ? n_ent : 1) * sizeof *c.A);
+        c.B = bp__alloc(a, (n_ent ? n_ent : 1) * sizeof *c.B);
+        if (!c.A || !c.B) goto oom;
+        /* fill: A by lower ascending, B by upper descending; noff[v] is used
+         * as the cursor and restored afterwards */
+        for (uint32_t p = 0; p < m; p++) {
+            uint32_t i = c.by_lower[p];
+            if (!nodeof[i]) continue;
+            bf_ent e = { c.qa[i], i };
+            c.A[c.noff[nodeof[i]]++] = e;
+        }
+        for (size_t v = 2 * c.T2; v > 0; v--) c.noff[v] = c.noff[v - 1];
+        c.noff[0] = 0;
+        for (uint32_t q = m; q-- > 0;) {
+            uint32_t i = order[q];
+            if (!nodeof[i]) continue;
+            bf_ent e = { (uint32_t)work[i], i };
+            c.B[c.noff[nodeof[i]]++] = e;
+        }
+        for (size_t v = 2 * c.T2; v > 0; v--) c.noff[v] = c.noff[v - 1];
+        c.noff[0] = 0;
+        c.n_ent = n_ent;
+        bp__free(a, nodeof, n * sizeof *nodeof);
+        nodeof = NULL;
+    }
+    memcpy(work, offsets, n * sizeof *work);
+
+    /* More orders on smaller inputs; one run costs O(n log n + overlaps). */
+    int n_orders = quality || n_free <= 100000 ? BF_N_ORDERS : n_free <= 500000 ? 2 : 1;
+    for (int ord = 0; ord < n_orders && best > lb; ord++) {
+        if (ord > 0 && deadline > 0 && bp__now() >= deadline) break;
+        /* Build the order: sort by secondary, then (stably) by primary, both
+         * descending (complemented keys); ties stay lower-first. */
+        uint32_t k = 0;
+        for (uint32_t p = 0; p < m; p++) {
+            uint32_t i = c.by_lower[p];
+            if (iv[i].fixed_offset != BP_NO_OFFSET) continue;
+            order[k++] = i;
+        }
+        for (int pass = 0; pass < 2; pass++) {
+            for (uint32_t q = 0; q < k; q++) {
+                const bp_interval *x = &iv[order[q]];
+                uint64_t v;
+                int what = pass == 0 ? (ord == BF_BY_SIZE ? BF_BY_LENGTH : BF_BY_SIZE) : ord;
+                switch (what) {
+                case BF_BY_SIZE: v = x->size; break;
+                case BF_BY_LENGTH: v = bf_len(x); break;
+                case BF_BY_AREA: v = bf_sat_mul(x->size, bf_len(x)); break;
+                default: {
+                    /* intervals overlapping x: all but those ending by x's
+                     * start and those starting at or after x's end */
+                    size_t ends_before = bf_count_lt(U, m, x->lower, true);
+                    size_t starts_after = m - bf_count_lt(c.L, m, x->upper, false);
+                    v = (uint64_t)(m - ends_before - starts_after);
+                    break;
+                }
+                }
+                key[q] = ~v;
+            }
+            bf_radix(key, order, tk, ti, k);
+        }
+        bool oom = false;
+        uint64_t ar = bf_run(&c, order, k, work, base_arena, best, &oom);
+        if (oom) goto oom;
+        if (ar < best) {
+            best = ar;
+            memcpy(offsets, work, n * sizeof *offsets);
+        }
+    }
+    /* the canonical greedy with squeaky-wheel passes: a few passes here,
+     * many (until the deadline) as search's incumbent phase */
+    if (best > lb && n_free <= BF_GREEDY_MAX && (!deadline || bp__now() < deadline)) {
+        uint64_t wk = quality ? BF_GREEDY_WORK_SEARCH : BF_GREEDY_WORK;
+        int g = bp__assign_greedy(iv, n, lb, wk, deadline, offsets, &best);
+        if (g < 0) goto oom;
+    }
+    res->arena_bytes = best;
+    goto done;
+oom:
+    st = bp__err(err, BP_ERR_NOMEM, "bestfit: out of memory for %zu intervals", n);
+done:
+    bp__free(a, c.by_lower, (size_t)m * sizeof *c.by_lower);
+    bp__free(a, c.L, (size_t)m * sizeof *c.L);
+    bp__free(a, c.qa, n * sizeof *c.qa);
+    bp__free(a, c.after, n * sizeof *c.after);
+    bp__free(a, c.pend, n * sizeof *c.pend);
+    bp__free(a, c.noff, (2 * c.T2 + 1) * sizeof *c.noff);
+    bp__free(a, c.A, (c.n_ent ? c.n_ent : 1) * sizeof *c.A);
+    bp__free(a, c.B, (c.n_ent ? c.n_ent : 1) * sizeof *c.B);
+    bp__free(a, nodeof, n * sizeof *nodeof);
+    bp__free(a, c.conf, c.conf_cap * sizeof *c.conf);
+    bp__free(a, key, (size_t)m * sizeof *key);
+    bp__free(a, tk, (size_t)m * sizeof *tk);
+    bp__free(a, ti, (size_t)m * sizeof *ti);
+    bp__free(a, order, (size_t)m * sizeof *order);
+    bp__free(a, work, n * sizeof *work);
+    bp__free(a, U, (size_t)m * sizeof *U);
+    return st;
+}

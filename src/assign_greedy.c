@@ -1,0 +1,374 @@
+/*
+ * assign_greedy.c — the canonical greedy: one depth-first dive of the exact
+ * search (assign_search.c) without backtracking, repeated with reordering.
+ *
+ * A pass places buffers bottom-up: the next buffer is the unplaced one with
+ * the lowest floor (the highest end of the placed buffers overlapping it in
+ * time, aligned, moved above any pre-placed buffer it would hit), ties by a
+ * priority; it goes at its floor.  This is a skyline packing: every buffer
+ * rests on another or on 0, and the floors of an indexed heap only rise.
+ * A pass costs O((n + overlaps) log n).
+ *
+ * Passes run over static priorities (MiniMalloc's preorders: largest
+ * cross-section it lives in, length, area, size), then squeaky-wheel
+ * optimisation (Joslin & Clements): the buffers that ended above the lower
+ * bound are blamed in proportion to how far, and the next pass gives the
+ * most-blamed buffers the first pick among equal floors.  Passes stop at the
+ * lower bound, when a deterministic work budget (overlap visits) is spent,
+ * or at the deadline.  Every pass is aborted as soon as it cannot beat the
+ * best arena so far.
+ */
+#include "assign_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const bp_allocator *const gr_alloc = &bp__libc_allocator;
+
+/* The overlap lists are skipped beyond this many pairs (bestfit's interval
+ * tree handles those inputs). */
+#define GR_MAX_PAIRS 8000000u
+
+typedef struct gr_ctx {
+    uint32_t k, nf;
+    uint32_t *orig;          /* k: index in the caller's array */
+    uint64_t *size, *align;  /* k */
+    uint32_t *ov_off, *ov;   /* CSR: free buffers overlapping in time */
+    uint32_t *fx_off, *fx;   /* CSR: pre-placed buffers overlapping in time */
+    uint64_t *fxo, *fxe;     /* nf: pre-placed offset / end */
+    uint64_t base;           /* top of the pre-placed buffers */
+    uint64_t *floor_, *off;  /* k */
+    uint32_t *heap, *hpos;   /* indexed min-heap on (floor, prio); hpos UINT32_MAX = placed */
+    uint32_t hn;
+    const uint32_t *prio;
+    uint64_t work;
+} gr_ctx;
+
+typedef struct gr_tp { int64_t t; uint32_t b; uint32_t end; } gr_tp;
+
+static int gr_cmp_tp(const void *x, const void *y)
+{
+    const gr_tp *a = x, *b = y;
+    if (a->t != b->t) return (a->t > b->t) - (a->t < b->t);
+    if (a->end != b->end) return (int)b->end - (int)a->end; /* ends first */
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+/* Lowest aligned offset >= o where b misses every pre-placed buffer. */
+static uint64_t gr_adjust(const gr_ctx *c, uint32_t b, uint64_t o)
+{
+    uint32_t e0 = c->fx_off[b], e1 = c->fx_off[b + 1];
+    bool moved = true;
+    while (moved) {
+        moved = false;
+        for (uint32_t e = e0; e < e1; e++) {
+            uint32_t f = c->fx[e];
+            if (o < c->fxe[f] && c->fxo[f] < o + c->size[b]) { o = bp__align_up(c->fxe[f], c->align[b]); moved = true; }
+        }
+    }
+    return o;
+}
+
+static inline bool gr_less(const gr_ctx *c, uint32_t a, uint32_t b)
+{
+    return c->floor_[a] < c->floor_[b] || (c->floor_[a] == c->floor_[b] && c->prio[a] < c->prio[b]);
+}
+
+static void gr_sift_down(gr_ctx *c, uint32_t i)
+{
+    uint32_t x = c->heap[i];
+    for (;;) {
+        uint32_t l = 2 * i + 1;
+        if (l >= c->hn) break;
+        uint32_t m = l + 1 < c->hn && gr_less(c, c->heap[l + 1], c->heap[l]) ? l + 1 : l;
+        if (!gr_less(c, c->heap[m], x)) break;
+        c->heap[i] = c->heap[m]; c->hpos[c->heap[i]] = i;
+        i = m;
+    }
+    c->heap[i] = x; c->hpos[x] = i;
+}
+
+/* One pass with priorities prio; returns the arena, or UINT64_MAX when it
+ * reached `cutoff`. */
+static uint64_t gr_pass(gr_ctx *c, const uint32_t *prio, uint64_t cutoff)
+{
+    c->prio = prio;
+    uint32_t k = c->k;
+    for (uint32_t b = 0; b < k; b++) {
+        c->floor_[b] = c->nf ? gr_adjust(c, b, 0) : 0;
+        c->heap[b] = b; c->hpos[b] = b;
+    }
+    c->hn = k;
+    for (uint32_t i = k / 2; i-- > 0;) gr_sift_down(c, i);
+    uint64_t arena = c->base;
+    while (c->hn) {
+        uint32_t b = c->heap[0];
+        c->hpos[b] = UINT32_MAX;
+        if (--c->hn) { c->heap[0] = c->heap[c->hn]; gr_sift_down(c, 0); }
+        uint64_t o = c->floor_[b], top = o + c->size[b];
+        c->off[b] = o;
+        if (top > arena) { arena = top; if (arena >= cutoff) return UINT64_MAX; }
+        uint32_t e0 = c->ov_off[b], e1 = c->ov_off[b + 1];
+        c->work += e1 - e0 + 1;
+        for (uint32_t e = e0; e < e1; e++) {
+            uint32_t x = c->ov[e];
+            if (c->hpos[x] == UINT32_MAX) continue;
+            uint64_t nm = bp__align_up(top, c->align[x]);
+            if (nm <= c->floor_[x]) continue;
+            c->floor_[x] = c->nf ? gr_adjust(c, x, nm) : nm;
+            gr_sift_down(c, c->hpos[x]);
+        }
+    }
+    return arena;
+}
+
+typedef struct gr_key { uint64_t k1, k2, k3; uint32_t b; } gr_key;
+
+static int gr_cmp_key(const void *x, const void *y)
+{
+    const gr_key *a = x, *b = y;
+    if (a->k1 != b->k1) return a->k1 < b->k1 ? 1 : -1;
+    if (a->k2 != b->k2) return a->k2 < b->k2 ? 1 : -1;
+    if (a->k3 != b->k3) return a->k3 < b->k3 ? 1 : -1;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+static void gr_free(gr_ctx *c)
+{
+    size_t k = c->k ? c->k : 1, nf = c->nf ? c->nf : 1;
+    bp__free(gr_alloc, c->orig, k * sizeof *c->orig);
+    bp__free(gr_alloc, c->size, k * sizeof *c->size);
+    bp__free(gr_alloc, c->align, k * sizeof *c->align);
+    bp__free(gr_alloc, c->ov_off, (k + 1) * sizeof *c->ov_off);
+    bp__free(gr_alloc, c->fx_off, (k + 1) * sizeof *c->fx_off);
+    free(c->ov); free(c->fx);
+    bp__free(gr_alloc, c->fxo, nf * sizeof *c->fxo);
+    bp__free(gr_alloc, c->fxe, nf * sizeof *c->fxe);
+    bp__free(gr_alloc, c->floor_, k * sizeof *c->floor_);
+    bp__free(gr_alloc, c->off, k * sizeof *c->off);
+    bp__free(gr_alloc, c->heap, k * sizeof *c->heap);
+    bp__free(gr_alloc, c->hpos, k * sizeof *c->hpos);
+}
+
+static uint64_t gr_sat_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return bp__mul_u64(a, b, &r) ? r : UINT64_MAX;
+}
+
+int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t work, double deadline,
+                      uint64_t *offsets, uint64_t *arena)
+{
+    gr_ctx c;
+    memset(&c, 0, sizeof c);
+    if (n >= UINT32_MAX / 2) return 1;
+    uint32_t k = 0, nf = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!iv[i].size) continue;
+        if (iv[i].fixed_offset == BP_NO_OFFSET) k++; else nf++;
+    }
+    if (k == 0) return 0;
+    uint32_t nt = k + nf; /* all sized buffers: free ones 0..k-1, fixed k.. */
+    int rc = -1;
+    gr_tp *tp = malloc(2 * (size_t)nt * sizeof *tp);
+    uint32_t *idx = malloc((size_t)nt * sizeof *idx);
+    uint32_t *live = malloc((size_t)nt * sizeof *live), *where = malloc((size_t)nt * sizeof *where);
+    uint64_t *secmax = NULL, *T = NULL, *len = NULL;
+    uint32_t *pa = NULL, *pb = NULL, *rank = NULL, *prio = NULL, *bestoff = NULL;
+    gr_key *keys = NULL;
+    double *blame = NULL;
+    c.k = k; c.nf = nf;
+    c.orig = bp__alloc(gr_alloc, (size_t)k * sizeof *c.orig);
+    c.size = bp__alloc(gr_alloc, (size_t)k * sizeof *c.size);
+    c.align = bp__alloc(gr_alloc, (size_t)k * sizeof *c.align);
+    c.ov_off = bp__calloc(gr_alloc, (size_t)k + 1, sizeof *c.ov_off);
+    c.fx_off = bp__calloc(gr_alloc, (size_t)k + 1, sizeof *c.fx_off);
+    c.fxo = bp__alloc(gr_alloc, (nf ? nf : 1) * sizeof *c.fxo);
+    c.fxe = bp__alloc(gr_alloc, (nf ? nf : 1) * sizeof *c.fxe);
+    c.floor_ = bp__alloc(gr_alloc, (size_t)k * sizeof *c.floor_);
+    c.off = bp__alloc(gr_alloc, (size_t)k * sizeof *c.off);
+    c.heap = bp__alloc(gr_alloc, (size_t)k * sizeof *c.heap);
+    c.hpos = bp__alloc(gr_alloc, (size_t)k * sizeof *c.hpos);
+    if (!tp || !idx || !live || !where || !c.orig || !c.size || !c.align || !c.ov_off || !c.fx_off ||
+        !c.fxo || !c.fxe || !c.floor_ || !c.off || !c.heap || !c.hpos) goto out;
+    {
+        uint32_t q = 0, f = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!iv[i].size) continue;
+            uint32_t id;
+            if (iv[i].fixed_offset == BP_NO_OFFSET) {
+                id = q;
+                c.orig[q] = (uint32_t)i;
+                c.size[q] = iv[i].size;
+                c.align[q] = iv[i].alignment > 1 ? iv[i].alignment : 1;
+                q++;
+            } else {
+                id = k + f;
+                c.fxo[f] = iv[i].fixed_offset;
+                c.fxe[f] = iv[i].fixed_offset + iv[i].size;
+                if (c.fxe[f] > c.base) c.base = c.fxe[f];
+                f++;
+            }
+            idx[id] = (uint32_t)i;
+            tp[2 * (size_t)id].t = iv[i].lower; tp[2 * (size_t)id].b = id; tp[2 * (size_t)id].end = 0;
+            tp[2 * (size_t)id + 1].t = iv[i].upper; tp[2 * (size_t)id + 1].b = id; tp[2 * (size_t)id + 1].end = 1;
+        }
+    }
+    qsort(tp, 2 * (size_t)nt, sizeof *tp, gr_cmp_tp);
+    /* Count the overlap pairs first (the sweep's live set at each start). */
+    {
+        uint64_t pairs = 0, nl = 0;
+        for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+            if (tp[e].end) nl--; else { pairs += nl; nl++; }
+        }
+        if (pairs > GR_MAX_PAIRS) { rc = 1; goto out; }
+        pa = malloc((pairs ? pairs : 1) * sizeof *pa);
+        pb = malloc((pairs ? pairs : 1) * sizeof *pb);
+        if (!pa || !pb) goto out;
+    }
+    /* Overlap pairs, and per segment the live total (for the cross-section
+     * priority T: the largest total over a buffer's lifetime). */
+    size_t np = 0, n_seg = 0;
+    secmax = malloc((2 * (size_t)nt + 1) * sizeof *secmax);
+    uint32_t *seg_of = where; /* reused below: where[] is needed during the sweep */
+    T = calloc(k, sizeof *T);
+    len = malloc((size_t)k * sizeof *len);
+    if (!secmax || !T || !len) goto out;
+    {
+        size_t n_live = 0;
+        uint64_t tot = 0;
+        uint32_t *seg_lo = malloc((size_t)nt * sizeof *seg_lo);
+        if (!seg_lo) goto out;
+        for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+            uint32_t b = tp[e].b;
+            if (e > 0 && tp[e].t != tp[e - 1].t) { secmax[n_seg++] = tot; }
+            if (tp[e].end) {
+                uint32_t w = where[b];
+                live[w] = live[--n_live];
+                where[live[w]] = w;
+                tot -= b < k ? c.size[b] : c.fxe[b - k] - c.fxo[b - k];
+                if (b < k) {
+                    /* segments [seg_lo[b], n_seg) */
+                    uint64_t m = 0;
+                    for (size_t s = seg_lo[b]; s < n_seg; s++) if (secmax[s] > m) m = secmax[s];
+                    T[b] = m;
+                }
+                continue;
+            }
+            for (size_t l = 0; l < n_live; l++) {
+                uint32_t x = live[l];
+                if (x >= k && b >= k) continue;
+                pa[np] = x; pb[np] = b; np++;
+            }
+            where[b] = (uint32_t)n_live;
+            live[n_live++] = b;
+            seg_lo[b] = (uint32_t)n_seg;
+            tot += b < k ? c.size[b] : c.fxe[b - k] - c.fxo[b - k];
+        }
+        free(seg_lo);
+    }
+    (void)seg_of;
+    /* CSR: free-free both ways; free-fixed into fx */
+    {
+        size_t n_ff = 0, n_fx = 0;
+        for (size_t p = 0; p < np; p++) {
+            uint32_t x = pa[p], y = pb[p];
+            if (x < k && y < k) { c.ov_off[x + 1]++; c.ov_off[y + 1]++; n_ff += 2; }
+            else { c.fx_off[(x < k ? x : y) + 1]++; n_fx++; }
+        }
+        for (uint32_t b = 0; b < k; b++) { c.ov_off[b + 1] += c.ov_off[b]; c.fx_off[b + 1] += c.fx_off[b]; }
+        c.ov = malloc((n_ff ? n_ff : 1) * sizeof *c.ov);
+        c.fx = malloc((n_fx ? n_fx : 1) * sizeof *c.fx);
+        if (!c.ov || !c.fx) goto out;
+        memcpy(live, c.ov_off, (size_t)k * sizeof *live);
+        memcpy(where, c.fx_off, (size_t)k * sizeof *where);
+        for (size_t p = 0; p < np; p++) {
+            uint32_t x = pa[p], y = pb[p];
+            if (x < k && y < k) { c.ov[live[x]++] = y; c.ov[live[y]++] = x; }
+            else if (x < k) c.fx[where[x]++] = y - k;
+            else c.fx[where[y]++] = x - k;
+        }
+    }
+    free(pa); free(pb); pa = pb = NULL;
+
+    /* Static priorities. */
+    enum { GR_N_STATIC = 5 };
+    rank = malloc((size_t)GR_N_STATIC * k * sizeof *rank);
+    prio = malloc((size_t)k * sizeof *prio);
+    bestoff = malloc((size_t)k * sizeof *bestoff);
+    keys = malloc((size_t)k * sizeof *keys);
+    blame = calloc(k, sizeof *blame);
+    uint64_t *boff = malloc((size_t)k * sizeof *boff);
+    if (!rank || !prio || !bestoff || !keys || !blame || !boff) { free(boff); goto out; }
+    for (uint32_t b = 0; b < k; b++) {
+        const bp_interval *x = &iv[c.orig[b]];
+        len[b] = (uint64_t)x->upper - (uint64_t)x->lower;
+    }
+    for (int h = 0; h < GR_N_STATIC; h++) {
+        for (uint32_t b = 0; b < k; b++) {
+            uint64_t A = gr_sat_mul(c.size[b], len[b]);
+            keys[b].b = b;
+            switch (h) {
+            case 0: keys[b].k1 = T[b]; keys[b].k2 = A; keys[b].k3 = len[b]; break;
+            case 1: keys[b].k1 = T[b]; keys[b].k2 = len[b]; keys[b].k3 = A; break;
+            case 2: keys[b].k1 = c.size[b]; keys[b].k2 = len[b]; keys[b].k3 = 0; break;
+            case 3: keys[b].k1 = len[b]; keys[b].k2 = A; keys[b].k3 = T[b]; break;
+            default: keys[b].k1 = A; keys[b].k2 = c.size[b]; keys[b].k3 = 0; break;
+            }
+        }
+        qsort(keys, k, sizeof *keys, gr_cmp_key);
+        for (uint32_t r = 0; r < k; r++) rank[(size_t)h * k + keys[r].b] = r;
+    }
+    uint64_t best = *arena;
+    bool improved = false;
+    int best_h = 0;
+    for (int h = 0; h < GR_N_STATIC && best > lb; h++) {
+        uint64_t a = gr_pass(&c, rank + (size_t)h * k, best);
+        if (a < best) { best = a; best_h = h; improved = true; memcpy(boff, c.off, (size_t)k * sizeof *boff); }
+        if (work && c.work >= work) break;
+        if (deadline > 0 && bp__now() >= deadline) break;
+    }
+    /* Squeaky wheel from the best static order. */
+    {
+        const uint32_t *base = rank + (size_t)best_h * k;
+        uint64_t cur = best;
+        memcpy(c.off, improved ? boff : c.off, (size_t)k * sizeof *c.off);
+        int iter = 0;
+        while (best > lb && (!work || c.work < work) && (deadline <= 0 || bp__now() < deadline)) {
+            /* blame from the last full pass (c.off) */
+            uint64_t target = lb;
+            uint64_t span = cur > target ? cur - target : 1;
+            for (uint32_t b = 0; b < k; b++) {
+                uint64_t top = c.off[b] + c.size[b];
+                blame[b] *= 0.99;
+                if (top > target) blame[b] += (double)(top - target) / (double)span;
+            }
+            for (uint32_t b = 0; b < k; b++) {
+                keys[b].b = b;
+                keys[b].k1 = (uint64_t)(blame[b] * 1024.0);
+                keys[b].k2 = UINT64_MAX - base[b];
+                keys[b].k3 = 0;
+            }
+            qsort(keys, k, sizeof *keys, gr_cmp_key);
+            for (uint32_t r = 0; r < k; r++) prio[keys[r].b] = r;
+            uint64_t a = gr_pass(&c, prio, UINT64_MAX);
+            cur = a;
+            if (a < best) { best = a; improved = true; memcpy(boff, c.off, (size_t)k * sizeof *boff); }
+            if (!work && deadline <= 0 && ++iter > 1000) break;
+        }
+    }
+    if (improved) {
+        for (uint32_t b = 0; b < k; b++) offsets[c.orig[b]] = boff[b];
+        for (size_t i = 0; i < n; i++)
+            if (iv[i].fixed_offset != BP_NO_OFFSET) offsets[i] = iv[i].fixed_offset;
+        *arena = best;
+    }
+    free(boff);
+    rc = 0;
+out:
+    free(tp); free(idx); free(live); free(where);
+    free(secmax); free(T); free(len); free(pa); free(pb);
+    free(rank); free(prio); free(bestoff); free(keys); free(blame);
+    gr_free(&c);
+    return rc;
+}

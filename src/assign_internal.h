@@ -1,0 +1,24 @@
+/* Private to the assigners (assign*.c): the canonical greedy shared by
+ * bestfit and search. */
+#ifndef BP_ASSIGN_INTERNAL_H
+#define BP_ASSIGN_INTERNAL_H
+
+#include "internal.h"
+
+/* Canonical greedy with squeaky-wheel reordering (assign_greedy.c) over the
+ * intervals with size > 0 (fixed offsets are obstacles).  Runs greedy passes
+ * until `work` (overlap visits, a deterministic budget) is spent, the lower
+ * bound `lb` is reached, or the clock passes `deadline` (0 = none).  When a
+ * pass beats *arena, offsets[] (all n, zero-size ones untouched) and *arena
+ * are updated.  Returns 0, 1 when the instance has too many overlaps for it
+ * (nothing done), or -1 out of memory. */
+/* bestfit with options: quality != 0 skips the fast time-order path, tries
+ * every order, and gives the greedy a larger work budget; the deadline
+ * (seconds on bp__now(), 0 = none) only cuts it short. */
+bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, int quality,
+                                double deadline, uint64_t *offsets, bp_assign_result *res, bp_error *err);
+
+int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t work, double deadline,
+                      uint64_t *offsets, uint64_t *arena);
+
+#endif

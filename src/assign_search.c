@@ -1,0 +1,803 @@
+/*
+ * assign_search.c — exact anytime search for the smallest arena.
+ *
+ * The incumbent is bestfit's result.  The search answers decision questions
+ * "does everything fit under capacity C?" by depth-first search over
+ * canonical packings, the ideas of MiniMalloc (Moffitt, ASPLOS 2023):
+ *
+ *  - Offsets are assigned in nondecreasing order (ties by a static preorder),
+ *    each buffer at its floor: the highest end of the placed buffers that
+ *    overlap it in time (aligned).  Some optimal packing is reached this way:
+ *    take one with the least sum of offsets and replay it by offset.
+ *  - Dominance: a buffer is not placed at or above the lowest ceiling
+ *    (floor + size) of another unplaced buffer; that one would fit entirely
+ *    below, and moving it down lowers the sum of offsets.
+ *  - Cross-section bound: in every time section, the unplaced sizes stack
+ *    above max(floor of the section, current offset); more than C prunes.
+ *    The lowest floor among a section's unplaced buffers raises its base.
+ *  - Hatless pruning: when nothing unplaced overlaps the buffer just placed
+ *    and its subtree fails, its siblings fail too.
+ *  - Decomposition: where no buffer crosses a time point the problem splits
+ *    into independent parts, each solved (and bounded) on its own; during
+ *    the search, a split appears when the last unplaced buffer crossing a
+ *    time point is placed, and the sides are solved one after the other.
+ *  - Round robin over static preorders with doubling node limits; a run that
+ *    exhausts its tree proves infeasibility whatever the order.
+ *
+ * Minimisation probes capacities between the proven lower bound and the
+ * incumbent (the lower bound itself, the midpoint, just below the incumbent).
+ * A found packing lowers the incumbent; an exhausted tree raises the bound
+ * (to C + g, g = gcd of sizes and alignments: every canonical height is a
+ * multiple of g).  Decisions depend on node counts only, so results are
+ * deterministic; the wall clock only stops the search.  Pre-placed
+ * (fixed-offset) intervals are not searched: the result is bestfit's.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "assign_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const bp_allocator *const sr_alloc = &bp__libc_allocator;
+
+enum { SR_FOUND, SR_INFEASIBLE, SR_ABORTED, SR_TIMEOUT };
+
+typedef struct sr_part {
+    uint32_t s0, s1;        /* sections [s0, s1) */
+    uint32_t b0, b1;        /* buffers part_buf[b0..b1) */
+    uint64_t best;          /* height of the part's best packing */
+    uint64_t lo;            /* every capacity < lo is infeasible */
+} sr_part;
+
+typedef struct sr_ctx {
+    /* problem (k buffers with size > 0) */
+    uint32_t k;
+    uint32_t *orig;         /* k: index in the caller's array */
+    uint64_t *size, *align; /* k */
+    uint32_t *slo, *shi;    /* k: sections [slo, shi) */
+    uint32_t *ov_off, *ov;  /* CSR: buffers overlapping in time */
+    uint32_t n_sec;
+    uint64_t *sec_total0;   /* n_sec: sum of sizes live in the section */
+    uint32_t n_parts;
+    sr_part *parts;
+    uint32_t *part_buf;     /* k: buffers grouped by part */
+    uint64_t g;
+    /* pre-placed buffers (obstacles): nf of them, ids k..k+nf-1 in slo/shi */
+    uint32_t nf;
+    uint64_t *fxo, *fxe;          /* nf: offset, end */
+    uint64_t ftop;                /* highest obstacle end */
+    uint32_t *fx_off, *fx;        /* CSR: obstacles overlapping each free buffer */
+    uint32_t *sfx_off, *sfx;      /* CSR: obstacles live in each section */
+    /* static preorders */
+    int n_heur;
+    uint32_t *pre;          /* n_heur * k: rank of buffer b in heuristic h */
+    /* search state */
+    uint64_t *off;          /* k: offset or UINT64_MAX */
+    uint64_t *minoff;       /* k */
+    uint64_t *floor_;       /* n_sec */
+    uint64_t *total;        /* n_sec: unplaced sizes */
+    uint64_t *sol;          /* k: packing being recorded by the search */
+    uint64_t *best;         /* k: best packing found (per part) */
+    int32_t *cross;         /* n_sec + 1: unplaced buffers crossing boundary s-1|s */
+    int32_t *cross0;
+    uint64_t *secmin;       /* unused */
+    uint32_t *sec_off, *sec_buf;  /* CSR: buffers live in each section (NULL if too big) */
+    uint32_t *stamp, stamp_now;
+    uint32_t *lists; size_t lists_n, lists_cap;  /* stack of sub-part buffer lists */
+    /* trail for undo */
+    struct { uint32_t b; uint64_t v; } *tr; size_t tr_n, tr_cap;
+    struct { uint32_t s; uint64_t v; } *ts; size_t ts_n, ts_cap;
+    /* candidates, a stack of per-depth slices */
+    struct sr_cand *cand; size_t cand_n, cand_cap;
+    /* limits */
+    uint64_t cap;           /* capacity of the current decision */
+    const uint32_t *rank;   /* current preorder */
+    int64_t nodes_left;
+    uint64_t nodes;
+    double t0, deadline;
+    bool timed_out, oom;
+    /* progress */
+    bool progress;
+    double last_print;
+    int printed;
+    uint64_t show_lb, show_ub;
+} sr_ctx;
+
+static bool sr_time_up(sr_ctx *c)
+{
+    if (c->timed_out) return true;
+    if ((c->nodes & 1023) == 0) {
+        double now = bp__now();
+        if (c->deadline > 0 && now >= c->deadline) { c->timed_out = true; return true; }
+        if (c->progress && now - c->t0 > 1.0 && now - c->last_print > 0.25) {
+            fprintf(stderr, "\rsearch: arena %llu, lower bound %llu, %llu nodes, %.1f s   ",
+                    (unsigned long long)c->show_ub, (unsigned long long)c->show_lb,
+                    (unsigned long long)c->nodes, now - c->t0);
+            c->last_print = now;
+            c->printed = 1;
+        }
+    }
+    return false;
+}
+
+static uint64_t sr_gcd(uint64_t a, uint64_t b)
+{
+    while (b) { uint64_t t = a % b; a = b; b = t; }
+    return a;
+}
+
+/* Sort helper: buffers by the key arrays of a heuristic (descending), then index. */
+typedef struct sr_key { uint64_t k1, k2, k3; uint32_t b; } sr_key;
+
+static int sr_cmp_key(const void *x, const void *y)
+{
+    const sr_key *a = x, *b = y;
+    if (a->k1 != b->k1) return a->k1 < b->k1 ? 1 : -1;
+    if (a->k2 != b->k2) return a->k2 < b->k2 ? 1 : -1;
+    if (a->k3 != b->k3) return a->k3 < b->k3 ? 1 : -1;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+/* Candidate order within a node: (minoff, rank). */
+typedef struct sr_cand { uint64_t off; uint32_t rank, b; } sr_cand;
+
+static int sr_cmp_cand(const void *x, const void *y)
+{
+    const sr_cand *a = x, *b = y;
+    if (a->off != b->off) return (a->off > b->off) - (a->off < b->off);
+    return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+static void sr_sort_cand(sr_cand *a, size_t n)
+{
+    if (n > 32) { qsort(a, n, sizeof *a, sr_cmp_cand); return; }
+    for (size_t i = 1; i < n; i++) {
+        sr_cand v = a[i];
+        size_t j = i;
+        while (j > 0 && (a[j - 1].off > v.off || (a[j - 1].off == v.off && a[j - 1].rank > v.rank))) { a[j] = a[j - 1]; j--; }
+        a[j] = v;
+    }
+}
+
+/* Lowest aligned offset >= o where b misses every obstacle. */
+static uint64_t sr_adjust(const sr_ctx *c, uint32_t b, uint64_t o)
+{
+    if (!c->nf) return o;
+    bool moved = true;
+    while (moved) {
+        moved = false;
+        for (uint32_t e = c->fx_off[b]; e < c->fx_off[b + 1]; e++) {
+            uint32_t f = c->fx[e];
+            if (o < c->fxe[f] && c->fxo[f] < o + c->size[b]) { o = bp__align_up(c->fxe[f], c->align[b]); moved = true; }
+        }
+    }
+    return o;
+}
+
+/* Obstacle bytes at or above `from` in section s. */
+static uint64_t sr_fixed_above(const sr_ctx *c, uint32_t s, uint64_t from)
+{
+    uint64_t t = 0;
+    for (uint32_t e = c->sfx_off[s]; e < c->sfx_off[s + 1]; e++) {
+        uint32_t f = c->sfx[e];
+        if (c->fxe[f] > from) t += c->fxe[f] - (c->fxo[f] > from ? c->fxo[f] : from);
+    }
+    return t;
+}
+
+/* Places b at offset o: updates the floors of overlapping unplaced buffers
+ * and of b's sections; records undo information. */
+static bool sr_place(sr_ctx *c, uint32_t b, uint64_t o)
+{
+    c->off[b] = o;
+    uint64_t h = o + c->size[b];
+    for (uint32_t e = c->ov_off[b]; e < c->ov_off[b + 1]; e++) {
+        uint32_t x = c->ov[e];
+        if (c->off[x] != UINT64_MAX) continue;
+        uint64_t nm = bp__align_up(h, c->align[x]);
+        if (c->minoff[x] >= nm) continue;
+        nm = sr_adjust(c, x, nm);
+        if (c->tr_n >= c->tr_cap && !bp__grow(sr_alloc, (void **)&c->tr, &c->tr_cap, c->tr_n + 1, sizeof *c->tr)) return false;
+        c->tr[c->tr_n].b = x; c->tr[c->tr_n].v = c->minoff[x]; c->tr_n++;
+        c->minoff[x] = nm;
+    }
+    for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) {
+        if (c->ts_n >= c->ts_cap && !bp__grow(sr_alloc, (void **)&c->ts, &c->ts_cap, c->ts_n + 1, sizeof *c->ts)) return false;
+        c->ts[c->ts_n].s = s; c->ts[c->ts_n].v = c->floor_[s]; c->ts_n++;
+        if (h > c->floor_[s]) c->floor_[s] = h;
+        c->total[s] -= c->size[b];
+    }
+    return true;
+}
+
+static void sr_unplace(sr_ctx *c, uint32_t b, size_t tr_mark, size_t ts_mark)
+{
+    while (c->tr_n > tr_mark) { c->tr_n--; c->minoff[c->tr[c->tr_n].b] = c->tr[c->tr_n].v; }
+    while (c->ts_n > ts_mark) { c->ts_n--; c->floor_[c->ts[c->ts_n].s] = c->ts[c->ts_n].v; }
+    for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->total[s] += c->size[b];
+    c->off[b] = UINT64_MAX;
+}
+
+/* Cross-section check after placing b at offset o: in each section the
+ * unplaced buffers stack (disjointly: they are live together) above the
+ * highest of the section's placed ends, o (offsets never decrease), and the
+ * lowest floor among them.  The first two are checked everywhere; the third
+ * only changes in the sections of b and of the buffers whose floor b raised
+ * (trail entries from tr_mark on), so only those are rescanned. */
+static bool sr_sec_scan(sr_ctx *c, uint32_t s)
+{
+    if (c->stamp[s] == c->stamp_now) return true;
+    c->stamp[s] = c->stamp_now;
+    if (!c->total[s]) return true;
+    /* passes as soon as one unplaced buffer could start low enough (with
+     * obstacles: m + obstacle bytes above m only grows with m) */
+    if (c->total[s] > c->cap) return false;
+    uint64_t need = c->cap - c->total[s];
+    bool fx = c->nf && c->sfx_off[s] < c->sfx_off[s + 1];
+    for (uint32_t e = c->sec_off[s]; e < c->sec_off[s + 1]; e++) {
+        uint32_t x = c->sec_buf[e];
+        if (c->off[x] != UINT64_MAX || c->minoff[x] > need) continue;
+        if (!fx || c->minoff[x] + sr_fixed_above(c, s, c->minoff[x]) <= need) return true;
+    }
+    return false;
+}
+
+static bool sr_sections_ok(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t b, uint64_t o, size_t tr_mark)
+{
+    for (uint32_t s = s0; s < s1; s++) {
+        if (!c->total[s]) continue;
+        uint64_t f = c->floor_[s] > o ? c->floor_[s] : o;
+        if (f + c->total[s] > c->cap) return false;
+        if (c->nf && c->sfx_off[s] < c->sfx_off[s + 1] && f + c->total[s] + sr_fixed_above(c, s, f) > c->cap) return false;
+    }
+    if (!c->sec_buf) return true;
+    c->stamp_now++;
+    for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) if (!sr_sec_scan(c, s)) return false;
+    for (size_t e = tr_mark; e < c->tr_n; e++) {
+        uint32_t x = c->tr[e].b;
+        for (uint32_t s = c->slo[x]; s < c->shi[x]; s++) if (!sr_sec_scan(c, s)) return false;
+    }
+    return true;
+}
+
+static int sr_dfs(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *bufs, size_t list_pos,
+                  uint32_t nb, uint32_t left, uint64_t last_off, uint32_t last_rank);
+
+/* After placing b: if no unplaced buffer crosses some boundaries inside
+ * [s0, s1) any more, the rest splits into independent sub-parts, solved one
+ * after the other (each from offset 0: they share no time).  Otherwise the
+ * search goes on.  The placed buffers so far are recorded first. */
+static int sr_continue(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *ext, size_t pos, uint32_t nb,
+                       uint32_t left, uint32_t b, uint64_t o, uint32_t rank)
+{
+    bool split = false;
+    for (uint32_t s = c->slo[b] + 1; s < c->shi[b]; s++)
+        if (c->cross[s] == 0 && s > s0 && s < s1) { split = true; break; }
+    if (!split || left == 0) return sr_dfs(c, s0, s1, ext, pos, nb, left, o, rank);
+    /* the list lives in c->lists unless ext: re-derive it after growth */
+#define SR_LIST (ext ? ext : c->lists + pos)
+    for (uint32_t q = 0; q < nb; q++) { uint32_t x = SR_LIST[q]; if (c->off[x] != UINT64_MAX) c->sol[x] = c->off[x]; }
+    /* cut points: boundaries with no crossing unplaced buffer, and whose
+     * two sides both hold unplaced buffers (found below) */
+    size_t mark = c->lists_n;
+    uint32_t a = s0;
+    int result = SR_FOUND;
+    while (a < s1 && result == SR_FOUND) {
+        uint32_t e = a + 1;
+        while (e < s1 && c->cross[e] != 0) e++;
+        /* sub-part [a, e): unplaced buffers starting in it */
+        size_t start = c->lists_n;
+        for (uint32_t q = 0; q < nb; q++) {
+            uint32_t x = SR_LIST[q];
+            if (c->off[x] != UINT64_MAX || c->slo[x] < a || c->slo[x] >= e) continue;
+            if (c->lists_n >= c->lists_cap &&
+                !bp__grow(sr_alloc, (void **)&c->lists, &c->lists_cap, c->lists_n + 1, sizeof *c->lists)) { c->oom = true; result = SR_ABORTED; break; }
+            c->lists[c->lists_n++] = x;
+        }
+        uint32_t cnt = (uint32_t)(c->lists_n - start);
+        if (result == SR_FOUND && cnt) {
+            /* c->lists may move while the sub-search grows it: pass a copy
+             * position and re-derive the pointer inside */
+            result = sr_dfs(c, a, e, NULL, start, cnt, cnt, 0, 0);
+        }
+        c->lists_n = start;
+        a = e;
+    }
+    c->lists_n = mark;
+    return result;
+#undef SR_LIST
+}
+
+/* Depth-first search over the `left` unplaced buffers of sections [s0, s1).
+ * The part's buffer list is bufs[0..nb) or, when bufs is NULL,
+ * c->lists[list_pos .. list_pos + nb) (a sub-part: the list stack may be
+ * reallocated below us, so the pointer is re-derived).  last_off and
+ * last_rank: the previous placement (canonical order). */
+static int sr_dfs(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *bufs, size_t list_pos,
+                  uint32_t nb, uint32_t left, uint64_t last_off, uint32_t last_rank)
+{
+#define SR_BUFS (bufs ? bufs : c->lists + list_pos)
+    if (left == 0) {
+        const uint32_t *bl = SR_BUFS;
+        for (uint32_t q = 0; q < nb; q++) c->sol[bl[q]] = c->off[bl[q]];
+        return SR_FOUND;
+    }
+    c->nodes++;
+    if (c->nodes_left-- <= 0) return SR_ABORTED;
+    if (sr_time_up(c)) return SR_TIMEOUT;
+    /* lowest ceiling among unplaced buffers (dominance), dead buffers */
+    uint64_t min_h = UINT64_MAX;
+    {
+        const uint32_t *bl = SR_BUFS;
+        for (uint32_t q = 0; q < nb; q++) {
+            uint32_t b = bl[q];
+            if (c->off[b] != UINT64_MAX) continue;
+            uint64_t h = c->minoff[b] + c->size[b];
+            if (h > c->cap) return SR_INFEASIBLE;
+            if (h < min_h) min_h = h;
+        }
+    }
+    /* candidates: unplaced, floor below min_h, canonical after the last */
+    size_t base = c->cand_n;
+    {
+        const uint32_t *bl = SR_BUFS;
+        for (uint32_t q = 0; q < nb; q++) {
+            uint32_t b = bl[q];
+            if (c->off[b] != UINT64_MAX) continue;
+            uint64_t mo = c->minoff[b];
+            if (mo >= min_h) continue;
+            if (mo < last_off || (mo == last_off && c->rank[b] < last_rank)) continue;
+            if (c->cand_n >= c->cand_cap && !bp__grow(sr_alloc, (void **)&c->cand, &c->cand_cap, c->cand_n + 1, sizeof *c->cand)) { c->oom = true; return SR_ABORTED; }
+            c->cand[c->cand_n].off = mo; c->cand[c->cand_n].rank = c->rank[b]; c->cand[c->cand_n].b = b;
+            c->cand_n++;
+        }
+    }
+    size_t nc = c->cand_n - base;
+    sr_sort_cand(c->cand + base, nc);
+    int result = SR_INFEASIBLE;
+    for (size_t i = 0; i < nc; i++) {
+        sr_cand cd = c->cand[base + i];
+        size_t trm = c->tr_n, tsm = c->ts_n;
+        if (!sr_place(c, cd.b, cd.off)) { c->oom = true; result = SR_ABORTED; sr_unplace(c, cd.b, trm, tsm); break; }
+        for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]--;
+        int r = SR_INFEASIBLE;
+        if (sr_sections_ok(c, s0, s1, cd.b, cd.off, trm))
+            r = sr_continue(c, s0, s1, bufs, list_pos, nb, left - 1, cd.b, cd.off, cd.rank);
+        for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]++;
+        sr_unplace(c, cd.b, trm, tsm);
+        if (r != SR_INFEASIBLE) { result = r; break; }
+        /* "hatless": nothing unplaced overlaps b, so b at its floor blocks
+         * no one; if that failed, placing another buffer first fails too */
+        bool hat = false;
+        for (uint32_t e = c->ov_off[cd.b]; e < c->ov_off[cd.b + 1] && !hat; e++) hat = c->off[c->ov[e]] == UINT64_MAX;
+        if (!hat) break;
+    }
+    c->cand_n = base;
+    return result;
+#undef SR_BUFS
+}
+
+/* Decides part p at capacity cap with heuristic h and a node budget. */
+static int sr_solve_part(sr_ctx *c, sr_part *p, uint64_t cap, int h, int64_t limit)
+{
+    if (p->best <= cap) return SR_FOUND;
+    if (cap < p->lo) return SR_INFEASIBLE;
+    c->cap = cap;
+    c->rank = c->pre + (size_t)h * c->k;
+    c->nodes_left = limit;
+    for (uint32_t q = p->b0; q < p->b1; q++) { uint32_t b = c->part_buf[q]; c->off[b] = UINT64_MAX; c->minoff[b] = sr_adjust(c, b, 0); }
+    for (uint32_t s = p->s0; s < p->s1; s++) { c->floor_[s] = 0; c->total[s] = c->sec_total0[s]; c->cross[s] = c->cross0[s]; }
+    c->tr_n = c->ts_n = c->cand_n = c->lists_n = 0;
+    int r = sr_dfs(c, p->s0, p->s1, c->part_buf + p->b0, 0, p->b1 - p->b0, p->b1 - p->b0, 0, 0);
+    if (r == SR_FOUND) {
+        uint64_t hgt = 0;
+        for (uint32_t q = p->b0; q < p->b1; q++) {
+            uint32_t b = c->part_buf[q];
+            c->best[b] = c->sol[b];
+            if (c->sol[b] + c->size[b] > hgt) hgt = c->sol[b] + c->size[b];
+        }
+        p->best = hgt;
+    } else if (r == SR_INFEASIBLE) {
+        p->lo = cap + c->g;
+    }
+    return r;
+}
+
+/* Decides every part at capacity cap (heuristic h, node budget each). */
+static int sr_decide(sr_ctx *c, uint64_t cap, int h, int64_t limit)
+{
+    int worst = SR_FOUND;
+    for (uint32_t i = 0; i < c->n_parts; i++) {
+        int r = sr_solve_part(c, &c->parts[i], cap, h, limit);
+        if (r == SR_INFEASIBLE || r == SR_TIMEOUT) return r;
+        if (r == SR_ABORTED) worst = SR_ABORTED;
+        if (c->oom) return SR_ABORTED;
+    }
+    return worst;
+}
+
+static uint64_t sr_global_best(const sr_ctx *c)
+{
+    uint64_t m = c->ftop;
+    for (uint32_t i = 0; i < c->n_parts; i++) if (c->parts[i].best > m) m = c->parts[i].best;
+    return m;
+}
+
+static uint64_t sr_global_lo(const sr_ctx *c)
+{
+    uint64_t m = 0;
+    for (uint32_t i = 0; i < c->n_parts; i++) if (c->parts[i].lo > m) m = c->parts[i].lo;
+    return m;
+}
+
+typedef struct sr_tp { int64_t t; uint32_t b; int end; } sr_tp;
+
+static int sr_cmp_tp(const void *x, const void *y)
+{
+    const sr_tp *a = x, *b = y;
+    if (a->t != b->t) return (a->t > b->t) - (a->t < b->t);
+    if (a->end != b->end) return b->end - a->end; /* ends first */
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+static void sr_free(sr_ctx *c)
+{
+    const bp_allocator *a = sr_alloc;
+    size_t k = c->k ? c->k : 1;
+    bp__free(a, c->orig, k * sizeof *c->orig);
+    bp__free(a, c->size, k * sizeof *c->size);
+    bp__free(a, c->align, k * sizeof *c->align);
+    bp__free(a, c->slo, k * sizeof *c->slo);
+    bp__free(a, c->shi, k * sizeof *c->shi);
+    bp__free(a, c->ov_off, (k + 1) * sizeof *c->ov_off);
+    free(c->ov);
+    bp__free(a, c->sec_total0, (c->n_sec + 1) * sizeof *c->sec_total0);
+    free(c->parts);
+    bp__free(a, c->part_buf, k * sizeof *c->part_buf);
+    free(c->pre);
+    bp__free(a, c->off, k * sizeof *c->off);
+    bp__free(a, c->minoff, k * sizeof *c->minoff);
+    bp__free(a, c->floor_, (c->n_sec + 1) * sizeof *c->floor_);
+    bp__free(a, c->total, (c->n_sec + 1) * sizeof *c->total);
+    bp__free(a, c->sol, k * sizeof *c->sol);
+    bp__free(a, c->best, k * sizeof *c->best);
+    free(c->cross); free(c->cross0); free(c->secmin);
+    free(c->sec_off); free(c->sec_buf); free(c->stamp);
+    free(c->fxo); free(c->fxe); free(c->fx_off); free(c->fx); free(c->sfx_off); free(c->sfx);
+    bp__free(a, c->lists, c->lists_cap * sizeof *c->lists);
+    bp__free(a, c->tr, c->tr_cap * sizeof *c->tr);
+    bp__free(a, c->ts, c->ts_cap * sizeof *c->ts);
+    bp__free(a, c->cand, c->cand_cap * sizeof *c->cand);
+}
+
+/* Builds sections, overlaps, parts and preorders.  Returns false on OOM. */
+static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
+{
+    const bp_allocator *a = sr_alloc;
+    uint32_t k = 0;
+    uint32_t nf = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!iv[i].size) continue;
+        if (iv[i].fixed_offset == BP_NO_OFFSET) k++; else nf++;
+    }
+    c->k = k;
+    c->nf = nf;
+    uint32_t nt = k + nf;
+    size_t kk = k ? k : 1;
+    c->orig = bp__alloc(a, kk * sizeof *c->orig);
+    c->size = bp__alloc(a, kk * sizeof *c->size);
+    c->align = bp__alloc(a, kk * sizeof *c->align);
+    c->slo = bp__alloc(a, ((size_t)nt + 1) * sizeof *c->slo);
+    c->shi = bp__alloc(a, ((size_t)nt + 1) * sizeof *c->shi);
+    c->fxo = malloc(((size_t)nf + 1) * sizeof *c->fxo);
+    c->fxe = malloc(((size_t)nf + 1) * sizeof *c->fxe);
+    c->fx_off = calloc(kk + 1, sizeof *c->fx_off);
+    c->ov_off = bp__calloc(a, kk + 1, sizeof *c->ov_off);
+    c->part_buf = bp__alloc(a, kk * sizeof *c->part_buf);
+    c->off = bp__alloc(a, kk * sizeof *c->off);
+    c->minoff = bp__alloc(a, kk * sizeof *c->minoff);
+    c->sol = bp__alloc(a, kk * sizeof *c->sol);
+    c->best = bp__alloc(a, kk * sizeof *c->best);
+    sr_tp *tp = malloc(2 * ((size_t)nt + 1) * sizeof *tp);
+    bool ok = c->orig && c->size && c->align && c->slo && c->shi && c->ov_off && c->part_buf &&
+              c->off && c->minoff && c->sol && c->best && tp && c->fxo && c->fxe && c->fx_off;
+    if (!ok) { free(tp); return false; }
+    uint64_t g = 0;
+    uint32_t q = 0, f = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!iv[i].size) continue;
+        if (iv[i].fixed_offset != BP_NO_OFFSET) {
+            /* an obstacle: its ends count as time points, its offset and
+             * size in the grid of canonical heights */
+            uint32_t id = k + f;
+            c->fxo[f] = iv[i].fixed_offset;
+            c->fxe[f] = iv[i].fixed_offset + iv[i].size;
+            if (c->fxe[f] > c->ftop) c->ftop = c->fxe[f];
+            g = sr_gcd(g, iv[i].size);
+            g = sr_gcd(g, iv[i].fixed_offset);
+            tp[2 * id].t = iv[i].lower; tp[2 * id].b = id; tp[2 * id].end = 0;
+            tp[2 * id + 1].t = iv[i].upper; tp[2 * id + 1].b = id; tp[2 * id + 1].end = 1;
+            f++;
+            continue;
+        }
+        c->orig[q] = (uint32_t)i;
+        c->size[q] = iv[i].size;
+        c->align[q] = iv[i].alignment > 1 ? iv[i].alignment : 1;
+        g = sr_gcd(g, iv[i].size);
+        if (iv[i].alignment > 1) g = sr_gcd(g, iv[i].alignment);
+        tp[2 * q].t = iv[i].lower; tp[2 * q].b = q; tp[2 * q].end = 0;
+        tp[2 * q + 1].t = iv[i].upper; tp[2 * q + 1].b = q; tp[2 * q + 1].end = 1;
+        q++;
+    }
+    c->g = g ? g : 1;
+    qsort(tp, 2 * (size_t)nt, sizeof *tp, sr_cmp_tp);
+    /* sections: segments between consecutive distinct time points */
+    uint32_t sec = 0;
+    for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+        if (e > 0 && tp[e].t != tp[e - 1].t) sec++;
+        if (tp[e].end) c->shi[tp[e].b] = sec; else c->slo[tp[e].b] = sec;
+    }
+    c->n_sec = sec + 1;
+    c->sec_total0 = bp__calloc(a, c->n_sec + 1, sizeof *c->sec_total0);
+    c->floor_ = bp__calloc(a, c->n_sec + 1, sizeof *c->floor_);
+    c->total = bp__calloc(a, c->n_sec + 1, sizeof *c->total);
+    uint32_t *cross = calloc(c->n_sec + 2, sizeof *cross);
+    c->cross0 = calloc(c->n_sec + 2, sizeof *c->cross0);
+    c->cross = calloc(c->n_sec + 2, sizeof *c->cross);
+    c->secmin = calloc(c->n_sec + 2, sizeof *c->secmin);
+    if (!c->cross0 || !c->cross || !c->secmin) { free(tp); free(cross); return false; }
+    if (!c->sec_total0 || !c->floor_ || !c->total || !cross) { free(tp); free(cross); return false; }
+    for (uint32_t b = 0; b < k; b++) {
+        for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_total0[s] += c->size[b];
+        /* b crosses the boundaries slo+1 .. shi-1 */
+        if (c->slo[b] + 1 < c->shi[b]) { cross[c->slo[b] + 1]++; cross[c->shi[b]]--; }
+    }
+    {
+        int32_t run = 0;
+        for (uint32_t s = 0; s < c->n_sec; s++) { run += (int32_t)cross[s]; c->cross0[s] = run; }
+    }
+    /* buffers per section, for the lowest-floor inference (skipped when the
+     * lists would be large) */
+    {
+        uint64_t tot = 0;
+        for (uint32_t b = 0; b < k; b++) tot += c->shi[b] - c->slo[b];
+        c->stamp = calloc(c->n_sec + 1, sizeof *c->stamp);
+        c->sec_off = calloc(c->n_sec + 2, sizeof *c->sec_off);
+        if (!c->stamp || !c->sec_off) { free(tp); free(cross); return false; }
+        if (tot <= 20000000) {
+            c->sec_buf = malloc((tot ? tot : 1) * sizeof *c->sec_buf);
+            if (!c->sec_buf) { free(tp); free(cross); return false; }
+            for (uint32_t b = 0; b < k; b++) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_off[s + 1]++;
+            for (uint32_t s = 0; s < c->n_sec; s++) c->sec_off[s + 1] += c->sec_off[s];
+            uint32_t *cur = malloc((c->n_sec + 1) * sizeof *cur);
+            if (!cur) { free(tp); free(cross); return false; }
+            memcpy(cur, c->sec_off, (c->n_sec + 1) * sizeof *cur);
+            for (uint32_t b = 0; b < k; b++) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_buf[cur[s]++] = b;
+            free(cur);
+        }
+    }
+    /* overlaps by a sweep over the sorted time points (ends first) */
+    {
+        uint32_t *live = malloc(((size_t)nt + 1) * sizeof *live), *where = malloc(((size_t)nt + 1) * sizeof *where);
+        size_t n_live = 0, cap = 0, cnt = 0, fcap = 0, fcnt = 0;
+        uint32_t *pairs = NULL; /* (a, b) pairs of free buffers */
+        uint32_t *fpairs = NULL; /* (free, obstacle) pairs */
+        ok = live && where;
+        for (size_t e = 0; ok && e < 2 * (size_t)nt; e++) {
+            uint32_t b = tp[e].b;
+            if (tp[e].end) {
+                uint32_t w = where[b];
+                live[w] = live[--n_live];
+                where[live[w]] = w;
+                continue;
+            }
+            if (!bp__grow(a, (void **)&pairs, &cap, 2 * (cnt + n_live), sizeof *pairs)) { ok = false; break; }
+            if (nf && !bp__grow(a, (void **)&fpairs, &fcap, 2 * (fcnt + n_live), sizeof *fpairs)) { ok = false; break; }
+            for (size_t l = 0; l < n_live; l++) {
+                uint32_t x = live[l];
+                if (x < k && b < k) { pairs[2 * cnt] = x; pairs[2 * cnt + 1] = b; cnt++; }
+                else if (x < k || b < k) {
+                    fpairs[2 * fcnt] = x < k ? x : b; fpairs[2 * fcnt + 1] = (x < k ? b : x) - k; fcnt++;
+                }
+            }
+            where[b] = (uint32_t)n_live;
+            live[n_live++] = b;
+        }
+        free(live); free(where);
+        if (ok) {
+            for (size_t p = 0; p < cnt; p++) { c->ov_off[pairs[2 * p] + 1]++; c->ov_off[pairs[2 * p + 1] + 1]++; }
+            for (uint32_t b = 0; b < k; b++) c->ov_off[b + 1] += c->ov_off[b];
+            c->ov = malloc((cnt ? 2 * cnt : 1) * sizeof *c->ov);
+            uint32_t *cur = malloc(kk * sizeof *cur);
+            if (c->ov && cur) {
+                memcpy(cur, c->ov_off, kk * sizeof *cur);
+                for (size_t p = 0; p < cnt; p++) {
+                    c->ov[cur[pairs[2 * p]]++] = pairs[2 * p + 1];
+                    c->ov[cur[pairs[2 * p + 1]]++] = pairs[2 * p];
+                }
+            } else ok = false;
+            free(cur);
+        }
+        if (ok) {
+            /* obstacles per free buffer, and per section */
+            for (size_t p = 0; p < fcnt; p++) c->fx_off[fpairs[2 * p] + 1]++;
+            for (uint32_t b = 0; b < k; b++) c->fx_off[b + 1] += c->fx_off[b];
+            c->fx = malloc((fcnt ? fcnt : 1) * sizeof *c->fx);
+            c->sfx_off = calloc(c->n_sec + 2, sizeof *c->sfx_off);
+            uint32_t *cur = malloc(kk * sizeof *cur);
+            size_t ns = 0;
+            for (uint32_t f2 = 0; f2 < nf; f2++) ns += c->shi[k + f2] - c->slo[k + f2];
+            c->sfx = malloc((ns ? ns : 1) * sizeof *c->sfx);
+            uint32_t *scur = malloc((c->n_sec + 1) * sizeof *scur);
+            if (c->fx && c->sfx_off && cur && c->sfx && scur) {
+                memcpy(cur, c->fx_off, kk * sizeof *cur);
+                for (size_t p = 0; p < fcnt; p++) c->fx[cur[fpairs[2 * p]]++] = fpairs[2 * p + 1];
+                for (uint32_t f2 = 0; f2 < nf; f2++)
+                    for (uint32_t s = c->slo[k + f2]; s < c->shi[k + f2]; s++) c->sfx_off[s + 1]++;
+                for (uint32_t s = 0; s < c->n_sec; s++) c->sfx_off[s + 1] += c->sfx_off[s];
+                memcpy(scur, c->sfx_off, (c->n_sec + 1) * sizeof *scur);
+                for (uint32_t f2 = 0; f2 < nf; f2++)
+                    for (uint32_t s = c->slo[k + f2]; s < c->shi[k + f2]; s++) c->sfx[scur[s]++] = f2;
+            } else ok = false;
+            free(cur); free(scur);
+        }
+        bp__free(a, fpairs, fcap * sizeof *fpairs);
+        bp__free(a, pairs, cap * sizeof *pairs);
+    }
+    free(tp);
+    if (!ok) { free(cross); return false; }
+    /* parts: split at boundaries no buffer crosses */
+    {
+        c->parts = calloc(c->n_sec + 1, sizeof *c->parts);
+        uint32_t *part_of_sec = malloc((c->n_sec + 1) * sizeof *part_of_sec);
+        if (!c->parts || !part_of_sec) { free(cross); free(part_of_sec); return false; }
+        int32_t run = 0;
+        uint32_t np = 0;
+        for (uint32_t s = 0; s < c->n_sec; s++) {
+            run += (int32_t)cross[s];
+            if (s == 0 || run == 0) { c->parts[np].s0 = s; np++; }
+            part_of_sec[s] = np - 1;
+            c->parts[np - 1].s1 = s + 1;
+        }
+        /* count buffers per part, then group */
+        uint32_t *cnt = calloc(np + 1, sizeof *cnt);
+        if (!cnt) { free(cross); free(part_of_sec); return false; }
+        for (uint32_t b = 0; b < k; b++) cnt[part_of_sec[c->slo[b]] + 1]++;
+        for (uint32_t p = 0; p < np; p++) cnt[p + 1] += cnt[p];
+        for (uint32_t p = 0; p < np; p++) { c->parts[p].b0 = cnt[p]; c->parts[p].b1 = cnt[p + 1]; }
+        for (uint32_t b = 0; b < k; b++) c->part_buf[cnt[part_of_sec[c->slo[b]]]++] = b;
+        /* drop parts without buffers */
+        uint32_t w = 0;
+        for (uint32_t p = 0; p < np; p++) if (c->parts[p].b1 > c->parts[p].b0) c->parts[w++] = c->parts[p];
+        c->n_parts = w;
+        free(cnt); free(part_of_sec);
+    }
+    free(cross);
+    /* preorders (MiniMalloc's letters): T = largest section total it lives
+     * in, C = sections spanned, A = area, W = length */
+    c->n_heur = 4;
+    c->pre = malloc((size_t)c->n_heur * kk * sizeof *c->pre);
+    sr_key *keys = malloc(kk * sizeof *keys);
+    if (!c->pre || !keys) { free(keys); return false; }
+    for (int h = 0; h < c->n_heur; h++) {
+        for (uint32_t b = 0; b < k; b++) {
+            uint64_t T = 0;
+            for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) if (c->sec_total0[s] > T) T = c->sec_total0[s];
+            uint64_t C = c->shi[b] - c->slo[b];
+            const bp_interval *x = &iv[c->orig[b]];
+            uint64_t len = (uint64_t)x->upper - (uint64_t)x->lower;
+            uint64_t A = x->size * len;
+            if (len && A / len != x->size) A = UINT64_MAX;
+            keys[b].b = b;
+            switch (h) {
+            case 0: keys[b].k1 = len; keys[b].k2 = A; keys[b].k3 = T; break;    /* WAT */
+            case 1: keys[b].k1 = T; keys[b].k2 = A; keys[b].k3 = len; break;    /* TAW */
+            case 2: keys[b].k1 = T; keys[b].k2 = len; keys[b].k3 = A; break;   /* TWA */
+            default: keys[b].k1 = T; keys[b].k2 = C; keys[b].k3 = A; break;     /* TCA */
+            }
+        }
+        qsort(keys, k, sizeof *keys, sr_cmp_key);
+        for (uint32_t r = 0; r < k; r++) c->pre[(size_t)h * k + keys[r].b] = r;
+    }
+    free(keys);
+    return true;
+}
+
+bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_options *o,
+                            uint64_t *offsets, bp_assign_result *res, bp_error *err)
+{
+    double t0 = bp__now();
+    double limit_s = o && o->time_limit > 0 ? o->time_limit : 0;
+    /* incumbent phase: bestfit's every order, then greedy passes for up to
+     * a tenth of the time limit (half a second without one) */
+    double inc_deadline = t0 + (limit_s > 0 ? limit_s * 0.1 : 0.5);
+    bp_status st = bp__assign_bestfit_ex(iv, n, o, 1, inc_deadline, offsets, res, err);
+    if (st != BP_OK) return st;
+    uint64_t lb0 = res->lower_bound;
+    uint64_t ub0 = res->arena_bytes;
+    uint64_t capacity = o ? o->capacity : 0;
+    if (capacity && ub0 <= capacity) { res->fits = 1; return BP_OK; }
+    if (capacity && lb0 > capacity) { res->fits = 0; return BP_OK; }
+    if (ub0 <= lb0) { res->optimal = 1; return BP_OK; }
+    if (n > 200000) return BP_OK; /* the search state is O(n + overlaps) per node:
+                                     the incumbent phase is all there is */
+
+    sr_ctx c;
+    memset(&c, 0, sizeof c);
+    if (!sr_build(&c, iv, n)) { sr_free(&c); return bp__err(err, BP_ERR_NOMEM, "search: out of memory for %zu intervals", n); }
+    c.t0 = t0;
+    c.deadline = o && o->time_limit > 0 ? t0 + o->time_limit : 0;
+    c.progress = o && o->progress && isatty(2);
+    c.last_print = t0;
+
+    /* per-part incumbents (from bestfit's offsets) and bounds */
+    for (uint32_t pi = 0; pi < c.n_parts; pi++) {
+        sr_part *p = &c.parts[pi];
+        uint64_t hgt = 0, ml = 0;
+        for (uint32_t q = p->b0; q < p->b1; q++) {
+            uint32_t b = c.part_buf[q];
+            c.best[b] = offsets[c.orig[b]];
+            if (c.best[b] + c.size[b] > hgt) hgt = c.best[b] + c.size[b];
+        }
+        for (uint32_t s = p->s0; s < p->s1; s++) if (c.sec_total0[s] > ml) ml = c.sec_total0[s];
+        p->best = hgt;
+        p->lo = (ml + c.g - 1) / c.g * c.g;
+        if (p->lo > p->best) p->lo = p->best;
+    }
+    uint64_t LB = sr_global_lo(&c), UB = sr_global_best(&c);
+    if (LB < lb0) LB = lb0;
+    c.show_lb = LB; c.show_ub = UB;
+    int64_t limit = (int64_t)(c.k > 64 ? c.k : 64);
+    int fits = -1;
+    bool done = false;
+    while (!done && !c.timed_out && !c.oom) {
+        limit = limit > INT64_MAX / 2 ? INT64_MAX : limit * 2;
+        if (capacity) {
+            for (int h = 0; h < c.n_heur && !done; h++) {
+                int r = sr_decide(&c, capacity, h, limit);
+                if (r == SR_FOUND) { fits = 1; done = true; }
+                else if (r == SR_INFEASIBLE) { fits = 0; done = true; }
+                else if (r == SR_TIMEOUT || c.oom) break;
+            }
+            continue;
+        }
+        /* probes: the bound, the middle, just below the incumbent */
+        uint64_t probes[3];
+        int np = 0;
+        uint64_t mid = LB + (UB - LB) / 2 / c.g * c.g;
+        probes[np++] = LB;
+        if (mid > LB && mid < UB - c.g) probes[np++] = mid;
+        if (UB - c.g > LB) probes[np++] = UB - c.g;
+        for (int pi = 0; pi < np && !done; pi++) {
+            uint64_t cap = probes[pi];
+            if (cap < LB || cap >= UB) continue;
+            for (int h = 0; h < c.n_heur; h++) {
+                int r = sr_decide(&c, cap, h, limit);
+                if (r == SR_FOUND) { UB = sr_global_best(&c); break; }
+                if (r == SR_INFEASIBLE) { LB = cap + c.g; if (sr_global_lo(&c) > LB) LB = sr_global_lo(&c); break; }
+                if (r == SR_TIMEOUT || c.oom) break;
+            }
+            if (LB > UB) LB = UB;
+            c.show_lb = LB; c.show_ub = UB;
+            if (LB >= UB) done = true;
+            if (c.timed_out || c.oom) break;
+        }
+    }
+    if (c.oom) { sr_free(&c); return bp__err(err, BP_ERR_NOMEM, "search: out of memory"); }
+    if (c.printed) fprintf(stderr, "\r%70s\r", "");
+    /* the best packing of every part */
+    for (uint32_t b = 0; b < c.k; b++) offsets[c.orig[b]] = c.best[b];
+    res->nodes = c.nodes;
+    if (capacity) {
+        res->fits = fits;
+        if (fits == 0 && LB <= capacity) LB = capacity + c.g;
+    }
+    uint64_t arena = sr_global_best(&c);
+    res->arena_bytes = arena;
+    if (LB > arena) LB = arena;
+    if (LB > res->lower_bound) res->lower_bound = LB;
+    res->optimal = res->lower_bound >= arena;
+    sr_free(&c);
+    return BP_OK;
+}

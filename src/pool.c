@@ -1,0 +1,1101 @@
+/*
+ * pool.c — the runtime buffer pool: size classes over a few large pieces of
+ * backing memory, best fit within a class, borrowing from larger classes,
+ * periodic merging, and a plan-backed arena.  docs/POOL.md has the long form.
+ *
+ * Memory comes from a backend in chunks.  Blocks tile each chunk; a block's
+ * descriptor lives on the host (never in the memory itself, which may be on a
+ * device), and each chunk has a page map from every 256-byte granule to the
+ * descriptor of the block that starts there, so dealloc(ptr) is a binary
+ * search over the (few) chunks plus one array read.
+ *
+ * Every block has a *home* class: the class whose memory it is.  A chunk is
+ * reserved for one class and all blocks split from it keep that home; a free
+ * block sits on one of its home's doubly linked free lists (one per power of
+ * two of block size, with a bit mask of non-empty ones, as in TLSF).
+ * Allocation rounds the request up, takes the best fit from its own class (an
+ * exact fit stops the scan; lists are LIFO so the common case is the head),
+ * and splits off the rest, which stays in the same class.  When the class has nothing that fits,
+ * it borrows from the next larger class that does; the piece keeps the home
+ * of the class it came from and returns there when freed.  Merging (adjacent
+ * free blocks of the same home) runs every compact_interval deallocs and
+ * before the pool would grow, so borrowed pieces heal back into the large
+ * blocks they were cut from.  Returning a borrowed piece to the class it
+ * *served* (the seed's bug, bp__pool_set_seed_bug) strands it where it can
+ * never merge back, and the large classes erode until the pool must grow.
+ *
+ * Locks: the common path (alloc from its own class or borrowed from a larger
+ * one, any dealloc) holds one per-class spin lock at a time and changes
+ * per-block state with atomics (USED -> GOING -> FREE detects double frees
+ * without a lock); an atomic bit mask of non-empty classes lets it skip empty
+ * ones.  The global mutex is taken only to merge, grow or trim (and to read
+ * statistics); those take every class lock after the global one.  No path
+ * holds two class locks unless it holds the global lock, so there is no
+ * lock-order cycle.  (The seed took the global lock to borrow too; taking
+ * only the donor's lock is enough, because a borrow touches one list.)
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+#include "pool_internal.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCLS BP_POOL_N_CLASSES
+#define MIN_QUANTUM 256u
+#define DESC_SHIFT 10
+#define DESC_SLAB (1u << DESC_SHIFT)
+#define MAX_SLABS 8192u                /* 8M descriptors */
+#define SPARE_BATCH 32u
+#define SPARE_MAX 256u
+#define NBINS 32
+
+enum { BLK_DEAD = 0, BLK_FREE, BLK_USED, BLK_GOING };
+
+typedef struct pchunk pchunk;
+
+typedef struct pblk {
+    uintptr_t addr;
+    uint64_t size;
+    pchunk *chunk;
+    uint32_t prev_phys, next_phys;    /* neighbours in the chunk (0 = none) */
+    uint32_t prev_free, next_free;    /* free list of the home class */
+    uint8_t home;                     /* class whose memory this is */
+    uint8_t served;                   /* class of the request it serves */
+    atomic_uchar state;
+} pblk;
+
+struct pchunk {
+    uintptr_t base;                   /* as the backend returned it */
+    uint64_t bytes;                   /* as reserved */
+    uintptr_t start;                  /* aligned start of the blocks */
+    uint64_t usable;                  /* bytes tiled by blocks */
+    atomic_uint *map;                 /* granule -> descriptor starting there */
+    uint64_t map_n;
+    uint32_t first;                   /* descriptor of the first block */
+    int live;
+};
+
+typedef struct pindex {
+    struct pindex *retired;
+    size_t n;
+    struct { uintptr_t lo, hi; pchunk *c; } e[];
+} pindex;
+
+typedef struct pcls {
+    _Alignas(64) atomic_int lock;
+    uint32_t head[NBINS];             /* free lists (LIFO) by block size: bin j holds [2^(j+8), 2^(j+9)) */
+    uint32_t bins;                    /* bit j set when head[j] is not empty */
+    uint32_t n_free;
+    uint64_t free_bytes;
+    uint32_t spare, n_spare;          /* unused descriptors (via next_free) */
+    uint64_t n_deallocs;              /* blocks returned to this class */
+    uint64_t n_allocs;                /* blocks taken from this class's memory */
+    uint64_t lent;                    /* of those, for a smaller class (borrowed) */
+} pcls;
+
+struct bp_pool {
+    pcls cls[NCLS];
+    void *raw;                        /* what alloc returned (the struct is 64-aligned) */
+    size_t raw_size;
+    bp_allocator alloc;
+    bp_pool_backend be;
+    uint64_t quantum;
+    unsigned qshift;
+    uint64_t max_bytes, grow_bytes;
+    uint32_t compact_interval, max_scan;
+    int seed_bug;
+    pthread_mutex_t global;
+    atomic_int meta;                  /* descriptor slabs (leaf lock) */
+    pblk *slabs[MAX_SLABS];
+    uint32_t desc_next, desc_free, n_slabs;
+    /* under the global lock */
+    pchunk **chunks;
+    size_t n_chunks, cap_chunks;
+    pindex *retired;
+    uint64_t reserved, peak_reserved, usable, os_calls, borrows, compactions, merges, meta_bytes;
+    /* lock-free */
+    _Atomic(pindex *) index;
+    atomic_uint nonempty;             /* hint: bit k set when class k's list is not empty */
+    atomic_uint_fast64_t in_use, peak_in_use, since_compact, failures;
+    /* arena */
+    void *arena_raw;
+    uint64_t arena_bytes, arena_reserved;
+};
+
+/* --------------------------------------------------------------- classes */
+
+uint64_t bp_pool_class_min(int k)
+{
+    if (k < 0) return 0;
+    if (k >= NCLS) return UINT64_MAX;
+    if (k < 10) return (uint64_t)MIN_QUANTUM << k;
+    return (uint64_t)(256u << 10) << (2 * (k - 10));
+}
+
+static int pool_class(uint64_t sz)
+{
+    if (sz < MIN_QUANTUM) return 0;
+    int l = 63 - __builtin_clzll(sz);
+    if (l < 18) return l - 8;
+    int k = 10 + (l - 18) / 2;
+    return k < NCLS ? k : NCLS - 1;
+}
+
+int bp_pool_class_of(uint64_t bytes)
+{
+    if (bytes > UINT64_MAX - MIN_QUANTUM) return NCLS - 1;
+    return pool_class(bytes <= MIN_QUANTUM ? MIN_QUANTUM : (bytes + MIN_QUANTUM - 1) & ~(uint64_t)(MIN_QUANTUM - 1));
+}
+
+static void pool_class_name(int k, char *buf, size_t n)
+{
+    uint64_t b = bp_pool_class_min(k);
+    if (b >= (1u << 20)) snprintf(buf, n, "%" PRIu64 " MiB", b >> 20);
+    else if (b >= 1024) snprintf(buf, n, "%" PRIu64 " KiB", b >> 10);
+    else snprintf(buf, n, "%" PRIu64 " B", b);
+}
+
+/* ------------------------------------------------------------------ locks */
+
+static inline void pool_spin_lock(atomic_int *l)
+{
+    for (unsigned n = 0;;) {
+        if (!atomic_exchange_explicit(l, 1, memory_order_acquire)) return;
+        while (atomic_load_explicit(l, memory_order_relaxed))
+            if (++n >= 64) { sched_yield(); n = 0; }
+    }
+}
+static inline void pool_spin_unlock(atomic_int *l) { atomic_store_explicit(l, 0, memory_order_release); }
+
+static void pool_lock_all(bp_pool *p)
+{
+    for (int k = 0; k < NCLS; k++) pool_spin_lock(&p->cls[k].lock);
+}
+static void pool_unlock_all(bp_pool *p)
+{
+    for (int k = NCLS - 1; k >= 0; k--) pool_spin_unlock(&p->cls[k].lock);
+}
+
+/* ------------------------------------------------------------ descriptors */
+
+static inline pblk *D(const bp_pool *p, uint32_t i) { return &p->slabs[i >> DESC_SHIFT][i & (DESC_SLAB - 1)]; }
+
+/* Moves up to SPARE_BATCH descriptors to k's spare list (k locked). */
+static void pool_desc_refill(bp_pool *p, pcls *k)
+{
+    pool_spin_lock(&p->meta);
+    for (unsigned got = 0; got < SPARE_BATCH; got++) {
+        uint32_t i = p->desc_free;
+        if (i) {
+            p->desc_free = D(p, i)->next_free;
+        } else {
+            if ((p->desc_next >> DESC_SHIFT) >= p->n_slabs) {
+                if (p->n_slabs >= MAX_SLABS) break;
+                pblk *s = bp__calloc(&p->alloc, DESC_SLAB, sizeof *s);
+                if (!s) break;
+                p->slabs[p->n_slabs++] = s;
+                p->meta_bytes += DESC_SLAB * sizeof *s;
+            }
+            i = p->desc_next++;
+        }
+        D(p, i)->next_free = k->spare;
+        k->spare = i;
+        k->n_spare++;
+    }
+    pool_spin_unlock(&p->meta);
+}
+
+/* A fresh descriptor from k's spares (k locked); 0 when host memory is out. */
+static uint32_t pool_desc_get(bp_pool *p, pcls *k)
+{
+    if (!k->spare) pool_desc_refill(p, k);
+    uint32_t i = k->spare;
+    if (i) {
+        k->spare = D(p, i)->next_free;
+        k->n_spare--;
+    }
+    return i;
+}
+
+static void pool_desc_put(bp_pool *p, pcls *k, uint32_t i)
+{
+    pblk *b = D(p, i);
+    atomic_store_explicit(&b->state, BLK_DEAD, memory_order_relaxed);
+    b->addr = 0;
+    b->chunk = NULL;
+    if (k->n_spare < SPARE_MAX) {
+        b->next_free = k->spare;
+        k->spare = i;
+        k->n_spare++;
+        return;
+    }
+    pool_spin_lock(&p->meta);
+    b->next_free = p->desc_free;
+    p->desc_free = i;
+    pool_spin_unlock(&p->meta);
+}
+
+/* ------------------------------------------------------------- free lists */
+
+static inline void pool_map_set(const bp_pool *p, pchunk *c, uintptr_t addr, uint32_t i)
+{
+    atomic_store_explicit(&c->map[(addr - c->start) >> p->qshift], i, memory_order_relaxed);
+}
+
+static inline unsigned pool_bin(uint64_t size)
+{
+    unsigned l = 63u - (unsigned)__builtin_clzll(size | MIN_QUANTUM) - 8u;
+    return l < NBINS ? l : NBINS - 1;
+}
+
+static void pool_push(bp_pool *p, pcls *k, uint32_t i)
+{
+    pblk *b = D(p, i);
+    unsigned j = pool_bin(b->size);
+    b->prev_free = 0;
+    b->next_free = k->head[j];
+    if (k->head[j]) D(p, k->head[j])->prev_free = i;
+    if (!k->bins) atomic_fetch_or_explicit(&p->nonempty, 1u << (k - p->cls), memory_order_relaxed);
+    k->head[j] = i;
+    k->bins |= 1u << j;
+    k->n_free++;
+    k->free_bytes += b->size;
+    atomic_store_explicit(&b->state, BLK_FREE, memory_order_release);
+}
+
+static void pool_unlink(bp_pool *p, pcls *k, uint32_t i)
+{
+    pblk *b = D(p, i);
+    unsigned j = pool_bin(b->size);
+    if (b->prev_free) D(p, b->prev_free)->next_free = b->next_free;
+    else if (!(k->head[j] = b->next_free) && !(k->bins &= ~(1u << j)))
+        atomic_fetch_and_explicit(&p->nonempty, ~(1u << (k - p->cls)), memory_order_relaxed);
+    if (b->next_free) D(p, b->next_free)->prev_free = b->prev_free;
+    b->prev_free = b->next_free = 0;
+    k->n_free--;
+    k->free_bytes -= b->size;
+}
+
+/* Best fit for sz in class k (k locked).  In sz's own size bin: the smallest
+ * block >= sz (an exact fit ends the scan, and so does max_scan candidates
+ * once one fits).  Otherwise the first non-empty larger bin (every block
+ * there fits): the smallest of its first max_scan blocks.  O(1) when the
+ * lists are short, as they are once a trace repeats. */
+static uint32_t pool_fit(const bp_pool *p, const pcls *k, uint64_t sz)
+{
+    unsigned j = pool_bin(sz);
+    uint32_t best = 0, seen = 0;
+    uint64_t best_size = UINT64_MAX;
+    if (k->bins & (1u << j)) {
+        for (uint32_t i = k->head[j]; i;) {
+            const pblk *b = D(p, i);
+            if (b->size == sz) return i;
+            if (b->size > sz && b->size < best_size) { best = i; best_size = b->size; }
+            if (p->max_scan && ++seen >= p->max_scan && (best || seen >= 4 * p->max_scan)) break;
+            i = b->next_free;
+        }
+        if (best) return best;
+    }
+    uint32_t up = j + 1 < NBINS ? k->bins & ~((2u << j) - 1) : 0;
+    if (!up) return 0;
+    seen = 0;
+    for (uint32_t i = k->head[__builtin_ctz(up)]; i;) {
+        const pblk *b = D(p, i);
+        if (b->size < best_size) { best = i; best_size = b->size; }
+        if (p->max_scan && ++seen >= p->max_scan) break;
+        i = b->next_free;
+    }
+    return best;
+}
+
+/* Takes block i off k's list (k locked, k = its home) for a request of sz
+ * from class `served`; the remainder stays free on the same list.  Without a
+ * spare descriptor the whole block is handed out (never a failure). */
+static void pool_take(bp_pool *p, pcls *k, uint32_t i, uint64_t sz, int served)
+{
+    pblk *b = D(p, i);
+    pool_unlink(p, k, i);
+    if (b->size > sz) {
+        uint32_t r = pool_desc_get(p, k);
+        if (r) {
+            pblk *rb = D(p, r);
+            rb->addr = b->addr + sz;
+            rb->size = b->size - sz;
+            rb->chunk = b->chunk;
+            rb->home = b->home;
+            rb->served = b->home;
+            rb->prev_phys = i;
+            rb->next_phys = b->next_phys;
+            if (b->next_phys) D(p, b->next_phys)->prev_phys = r;
+            b->next_phys = r;
+            b->size = sz;
+            pool_map_set(p, rb->chunk, rb->addr, r);
+            pool_push(p, k, r);
+        }
+    }
+    b->served = (uint8_t)served;
+    k->n_allocs++;
+    k->lent += served != b->home;
+    atomic_store_explicit(&b->state, BLK_USED, memory_order_release);
+}
+
+static void pool_account_alloc(bp_pool *p, uint64_t size)
+{
+    uint64_t now = atomic_fetch_add_explicit(&p->in_use, size, memory_order_relaxed) + size;
+    uint64_t peak = atomic_load_explicit(&p->peak_in_use, memory_order_relaxed);
+    while (now > peak && !atomic_compare_exchange_weak_explicit(&p->peak_in_use, &peak, now,
+                                                               memory_order_relaxed, memory_order_relaxed)) {
+    }
+}
+
+/* ---------------------------------------------------------------- merging */
+
+/* Merges every free block with the free blocks after it of the same home.
+ * Global lock and all class locks held. */
+static void pool_merge_locked(bp_pool *p)
+{
+    atomic_store_explicit(&p->since_compact, 0, memory_order_relaxed);
+    p->compactions++;
+    for (size_t j = 0; j < p->n_chunks; j++) {
+        pchunk *ch = p->chunks[j];
+        if (!ch->live) continue;
+        for (uint32_t i = ch->first; i; i = D(p, i)->next_phys) {
+            pblk *b = D(p, i);
+            if (atomic_load_explicit(&b->state, memory_order_acquire) != BLK_FREE) continue;
+            pcls *K = &p->cls[b->home];
+            bool moved = false;
+            while (b->next_phys) {
+                uint32_t ni = b->next_phys;
+                pblk *n = D(p, ni);
+                if (atomic_load_explicit(&n->state, memory_order_acquire) != BLK_FREE || n->home != b->home) break;
+                if (!moved) { pool_unlink(p, K, i); moved = true; } /* its size bin changes */
+                pool_unlink(p, K, ni);
+                b->size += n->size;
+                b->next_phys = n->next_phys;
+                if (n->next_phys) D(p, n->next_phys)->prev_phys = i;
+                pool_map_set(p, ch, n->addr, 0);
+                pool_desc_put(p, K, ni);
+                p->merges++;
+            }
+            if (moved) pool_push(p, K, i);
+        }
+    }
+}
+
+void bp_pool_compact(bp_pool *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->global);
+    pool_lock_all(p);
+    pool_merge_locked(p);
+    pool_unlock_all(p);
+    pthread_mutex_unlock(&p->global);
+}
+
+static void pool_maybe_compact(bp_pool *p)
+{
+    if (pthread_mutex_trylock(&p->global) != 0) return; /* someone else is at it */
+    pool_lock_all(p);
+    if (atomic_load_explicit(&p->since_compact, memory_order_relaxed) >= p->compact_interval) pool_merge_locked(p);
+    pool_unlock_all(p);
+    pthread_mutex_unlock(&p->global);
+}
+
+/* ----------------------------------------------------------------- chunks */
+
+static bool pool_index_rebuild(bp_pool *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_chunks; i++) n += p->chunks[i]->live;
+    size_t bytes = sizeof(pindex) + n * sizeof(((pindex *)0)->e[0]);
+    pindex *ix = bp__alloc(&p->alloc, bytes);
+    if (!ix) return false;
+    ix->retired = NULL;
+    ix->n = 0;
+    for (size_t i = 0; i < p->n_chunks; i++) {
+        pchunk *c = p->chunks[i];
+        if (!c->live) continue;
+        size_t j = ix->n++;
+        while (j > 0 && ix->e[j - 1].lo > c->start) { ix->e[j] = ix->e[j - 1]; j--; }
+        ix->e[j].lo = c->start;
+        ix->e[j].hi = c->start + c->usable;
+        ix->e[j].c = c;
+    }
+    pindex *old = atomic_exchange_explicit(&p->index, ix, memory_order_acq_rel);
+    /* Readers may still hold the old snapshot: keep it until the pool is freed. */
+    if (old) { old->retired = p->retired; p->retired = old; }
+    p->meta_bytes += bytes;
+    return true;
+}
+
+static pchunk *pool_find_chunk(const bp_pool *p, uintptr_t a)
+{
+    const pindex *ix = atomic_load_explicit(&((bp_pool *)p)->index, memory_order_acquire);
+    if (!ix) return NULL;
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a < ix->e[mid].lo) hi = mid;
+        else if (a >= ix->e[mid].hi) lo = mid + 1;
+        else return ix->e[mid].c;
+    }
+    return NULL;
+}
+
+/* Smallest piece a class grows by: 16 blocks of its largest size, at most
+ * grow_bytes; large requests get exactly what they need. */
+static uint64_t pool_grow_min(const bp_pool *p, int c)
+{
+    uint64_t m = c + 1 < NCLS ? bp_pool_class_min(c + 1) * 16 : p->grow_bytes;
+    return m < p->grow_bytes ? m : p->grow_bytes;
+}
+
+/* Reserves a chunk of `bytes` usable bytes homed at class c; its one block is
+ * returned off-list (state DEAD).  Global lock held.  Returns the descriptor or 0;
+ * *why says which resource ran out. */
+static uint32_t pool_grow(bp_pool *p, int c, uint64_t bytes, bp_status *why)
+{
+    uint64_t extra = p->quantum > p->be.base_alignment ? p->quantum : 0;
+    uint64_t total = bytes + extra;
+    *why = BP_ERR_EXHAUSTED;
+    if (total < bytes || (p->max_bytes && (p->reserved > p->max_bytes || total > p->max_bytes - p->reserved)))
+        return 0;
+    if (p->n_chunks == p->cap_chunks &&
+        !bp__grow(&p->alloc, (void **)&p->chunks, &p->cap_chunks, p->n_chunks + 1, sizeof *p->chunks)) {
+        *why = BP_ERR_NOMEM;
+        return 0;
+    }
+    void *base = total <= SIZE_MAX ? p->be.reserve(p->be.ctx, (size_t)total) : NULL;
+    p->os_calls++;
+    if (!base) return 0;
+    pchunk *ch = bp__calloc(&p->alloc, 1, sizeof *ch);
+    uintptr_t start = (uintptr_t)bp__align_up((uint64_t)(uintptr_t)base, p->quantum);
+    uint64_t usable = (total - (start - (uintptr_t)base)) & ~(p->quantum - 1);
+    uint64_t map_n = usable >> p->qshift;
+    atomic_uint *map = ch ? bp__calloc(&p->alloc, (size_t)map_n, sizeof *map) : NULL;
+    pcls *K = &p->cls[c];
+    uint32_t i = 0;
+    if (map) {
+        pool_spin_lock(&K->lock);
+        i = pool_desc_get(p, K);
+        pool_spin_unlock(&K->lock);
+    }
+    if (!i) {
+        bp__free(&p->alloc, map, (size_t)map_n * sizeof *map);
+        bp__free(&p->alloc, ch, sizeof *ch);
+        p->be.release(p->be.ctx, base, (size_t)total);
+        p->os_calls++;
+        *why = BP_ERR_NOMEM;
+        return 0;
+    }
+    ch->base = (uintptr_t)base;
+    ch->bytes = total;
+    ch->start = start;
+    ch->usable = usable;
+    ch->map = map;
+    ch->map_n = map_n;
+    ch->first = i;
+    ch->live = 1;
+    p->chunks[p->n_chunks++] = ch;
+    if (!pool_index_rebuild(p)) {
+        p->n_chunks--;
+        pool_spin_lock(&K->lock);
+        pool_desc_put(p, K, i);
+        pool_spin_unlock(&K->lock);
+        bp__free(&p->alloc, map, (size_t)map_n * sizeof *map);
+        bp__free(&p->alloc, ch, sizeof *ch);
+        p->be.release(p->be.ctx, base, (size_t)total);
+        p->os_calls++;
+        *why = BP_ERR_NOMEM;
+        return 0;
+    }
+    p->meta_bytes += sizeof *ch + map_n * sizeof *map;
+    p->reserved += total;
+    p->usable += usable;
+    if (p->reserved > p->peak_reserved) p->peak_reserved = p->reserved;
+    pblk *b = D(p, i);
+    b->addr = start;
+    b->size = usable;
+    b->chunk = ch;
+    b->home = b->served = (uint8_t)c;
+    b->prev_phys = b->next_phys = 0;
+    pool_map_set(p, ch, start, i);
+    return i; /* not on a list yet: the caller pushes (and takes) under K's lock */
+}
+
+/* Before growing: an entirely free chunk (one merged free block) of at
+ * least sz bytes, the smallest, changes home to class c, so memory a class no
+ * longer needs serves another without an OS call.  Only whole chunks move:
+ * moving part of one would mix homes inside it and stop it from ever merging
+ * whole again.  Global lock and all class locks held. */
+static uint32_t pool_steal_chunk(bp_pool *p, int c, uint64_t sz)
+{
+    uint32_t best = 0;
+    uint64_t best_size = UINT64_MAX;
+    for (size_t j = 0; j < p->n_chunks; j++) {
+        pchunk *ch = p->chunks[j];
+        if (!ch->live) continue;
+        pblk *b = D(p, ch->first);
+        if (atomic_load_explicit(&b->state, memory_order_acquire) == BLK_FREE && !b->next_phys &&
+            b->size >= sz && b->size < best_size) {
+            best = ch->first;
+            best_size = b->size;
+        }
+    }
+    if (best && D(p, best)->home != c) {
+        pool_unlink(p, &p->cls[D(p, best)->home], best);
+        D(p, best)->home = (uint8_t)c;
+        pool_push(p, &p->cls[c], best);
+    }
+    return best;
+}
+
+/* ------------------------------------------------------------- allocation */
+
+static bp_status pool_exhausted(bp_pool *p, uint64_t bytes, uint64_t sz, int c, bp_status why, bp_error *err)
+{
+    /* global lock held */
+    uint64_t free_b = 0, largest = 0, nfree = 0;
+    pool_lock_all(p);
+    for (int k = 0; k < NCLS; k++) {
+        free_b += p->cls[k].free_bytes;
+        nfree += p->cls[k].n_free;
+        if (p->cls[k].bins) {
+            uint32_t i = p->cls[k].head[31 - __builtin_clz(p->cls[k].bins)];
+            for (; i; i = D(p, i)->next_free)
+                if (D(p, i)->size > largest) largest = D(p, i)->size;
+        }
+    }
+    pool_unlock_all(p);
+    atomic_fetch_add_explicit(&p->failures, 1, memory_order_relaxed);
+    char cname[32], limit[48];
+    pool_class_name(c, cname, sizeof cname);
+    if (p->max_bytes) snprintf(limit, sizeof limit, "%" PRIu64, p->max_bytes);
+    else snprintf(limit, sizeof limit, "none");
+    const char *what = why == BP_ERR_NOMEM ? "out of host memory for the pool's metadata"
+                       : p->max_bytes && p->reserved + sz > p->max_bytes ? "the pool's byte limit is reached"
+                                                                         : "the backend refused to reserve more";
+    return bp__err(err, why == BP_ERR_NOMEM ? BP_ERR_NOMEM : BP_ERR_EXHAUSTED,
+                   "pool (%s): cannot allocate %" PRIu64 " bytes (rounded to %" PRIu64 ", class %s): %s; "
+                   "reserved %" PRIu64 " bytes (limit %s), in use %" PRIu64 ", free %" PRIu64 " in %" PRIu64
+                   " blocks, largest free block %" PRIu64,
+                   p->be.name ? p->be.name : "backend", bytes, sz, cname, what, p->reserved, limit,
+                   (uint64_t)atomic_load_explicit(&p->in_use, memory_order_relaxed), free_b, nfree, largest);
+}
+
+/* Own class, then larger classes (borrowing).  All class locks held. */
+static uint32_t pool_search(bp_pool *p, int c, uint64_t sz, int *from)
+{
+    for (int k = c; k < NCLS; k++) {
+        pcls *K = &p->cls[k];
+        uint32_t i = K->bins ? pool_fit(p, K, sz) : 0;
+        if (i) {
+            pool_take(p, K, i, sz, c);
+            *from = k;
+            return i;
+        }
+    }
+    return 0;
+}
+
+static bp_status pool_alloc_slow(bp_pool *p, uint64_t bytes, uint64_t sz, int c, void **ptr, bp_error *err)
+{
+    pthread_mutex_lock(&p->global);
+    int from = c;
+    uint32_t i = 0;
+    {
+        /* merge what was freed since the last pass, look again, then take
+         * a chunk that became entirely free from whichever class holds it */
+        pool_lock_all(p);
+        if (atomic_load_explicit(&p->since_compact, memory_order_relaxed) > 0) pool_merge_locked(p);
+        i = pool_search(p, c, sz, &from);
+        if (!i) {
+            uint32_t s = pool_steal_chunk(p, c, sz);
+            if (s) {
+                pool_take(p, &p->cls[c], s, sz, c);
+                i = s;
+                from = c;
+            }
+        }
+        pool_unlock_all(p);
+    }
+    if (!i) {
+        bp_status why;
+        uint64_t g = pool_grow_min(p, c);
+        uint64_t want = bp__align_up(sz > g ? sz : g, p->be.granularity);
+        uint64_t exact = bp__align_up(sz, p->be.granularity);
+        uint32_t b = pool_grow(p, c, want, &why);
+        if (!b && why == BP_ERR_EXHAUSTED && exact < want) b = pool_grow(p, c, exact, &why);
+        if (!b) {
+            bp_status s = pool_exhausted(p, bytes, sz, c, why, err);
+            pthread_mutex_unlock(&p->global);
+            return s;
+        }
+        pcls *K = &p->cls[c];
+        pool_spin_lock(&K->lock);
+        pool_push(p, K, b);
+        pool_take(p, K, b, sz, c);
+        pool_spin_unlock(&K->lock);
+        i = b;
+    }
+    pthread_mutex_unlock(&p->global);
+    pool_account_alloc(p, D(p, i)->size);
+    *ptr = (void *)D(p, i)->addr;
+    return BP_OK;
+}
+
+bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err)
+{
+    if (!ptr) return bp__err(err, BP_ERR_USAGE, "pool: alloc: NULL output pointer");
+    *ptr = NULL;
+    if (!p) return bp__err(err, BP_ERR_USAGE, "pool: alloc: NULL pool");
+    uint64_t req = bytes ? bytes : 1;
+    if (req > UINT64_MAX - p->quantum) {
+        atomic_fetch_add_explicit(&p->failures, 1, memory_order_relaxed);
+        return bp__err(err, BP_ERR_EXHAUSTED, "pool (%s): cannot allocate %" PRIu64 " bytes: larger than any pool",
+                       p->be.name ? p->be.name : "backend", bytes);
+    }
+    uint64_t sz = (req + p->quantum - 1) & ~(p->quantum - 1);
+    int c = pool_class(sz);
+    /* own class, then larger ones (borrowing), one class lock at a time */
+    unsigned mask = atomic_load_explicit(&p->nonempty, memory_order_relaxed) >> c;
+    for (int k = c; mask; k++, mask >>= 1) {
+        if (!(mask & 1)) continue;
+        pcls *K = &p->cls[k];
+        pool_spin_lock(&K->lock);
+        uint32_t i = K->bins ? pool_fit(p, K, sz) : 0;
+        if (i) {
+            pool_take(p, K, i, sz, c);
+            pool_spin_unlock(&K->lock);
+            pblk *b = D(p, i);
+            pool_account_alloc(p, b->size);
+            *ptr = (void *)b->addr;
+            return BP_OK;
+        }
+        pool_spin_unlock(&K->lock);
+    }
+    return pool_alloc_slow(p, bytes, sz, c, ptr, err);
+}
+
+/* The descriptor of the live block at ptr, or 0. */
+static uint32_t pool_lookup(const bp_pool *p, const void *ptr)
+{
+    uintptr_t a = (uintptr_t)ptr;
+    pchunk *c = pool_find_chunk(p, a);
+    if (!c || ((a - c->start) & (p->quantum - 1))) return 0;
+    uint32_t i = atomic_load_explicit(&c->map[(a - c->start) >> p->qshift], memory_order_relaxed);
+    return i && D(p, i)->addr == a ? i : 0;
+}
+
+bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err)
+{
+    if (!ptr) return BP_OK;
+    if (!p) return bp__err(err, BP_ERR_USAGE, "pool: dealloc: NULL pool");
+    uint32_t i = pool_lookup(p, ptr);
+    pblk *b = i ? D(p, i) : NULL;
+    unsigned char st = BLK_USED;
+    if (!b || !atomic_compare_exchange_strong_explicit(&b->state, &st, BLK_GOING, memory_order_acq_rel,
+                                                       memory_order_relaxed))
+        return bp__err(err, BP_ERR_USAGE, "pool: dealloc of %p: not a live block of this pool "
+                                          "(double free, interior or foreign pointer)", ptr);
+    uint64_t size = b->size;
+    int home = b->home;
+    if (p->seed_bug) b->home = (uint8_t)(home = b->served);
+    pcls *K = &p->cls[home];
+    pool_spin_lock(&K->lock);
+    pool_push(p, K, i);
+    K->n_deallocs++;
+    pool_spin_unlock(&K->lock);
+    atomic_fetch_sub_explicit(&p->in_use, size, memory_order_relaxed);
+    if (p->compact_interval &&
+        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed) + 1 >= p->compact_interval)
+        pool_maybe_compact(p);
+    else if (!p->compact_interval)
+        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed);
+    return BP_OK;
+}
+
+uint64_t bp_pool_block_bytes(bp_pool *p, const void *ptr)
+{
+    if (!p || !ptr) return 0;
+    uint32_t i = pool_lookup(p, ptr);
+    if (!i || atomic_load_explicit(&D(p, i)->state, memory_order_acquire) != BLK_USED) return 0;
+    return D(p, i)->size;
+}
+
+/* -------------------------------------------------------------- lifecycle */
+
+void bp_pool_options_init(bp_pool_options *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->alignment = 256;
+    o->grow_bytes = 2u << 20;
+    o->compact_interval = 4096;
+    o->max_scan = 64;
+}
+
+static bool pool_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+static bp_status pool_create(const bp_pool_options *o, bp_pool **out, bp_error *err)
+{
+    bp_pool_options d;
+    if (!o) { bp_pool_options_init(&d); o = &d; }
+    if (!pool_pow2(o->alignment))
+        return bp__err(err, BP_ERR_USAGE, "pool: alignment %" PRIu64 " is not a power of two", o->alignment);
+    if (o->alignment > (UINT64_C(1) << 30))
+        return bp__err(err, BP_ERR_USAGE, "pool: alignment %" PRIu64 " is larger than 1 GiB", o->alignment);
+    bp_pool_backend be;
+    if (o->backend) be = *o->backend;
+    else bp_pool_backend_mmap(&be);
+    if (!be.reserve || !be.release)
+        return bp__err(err, BP_ERR_USAGE, "pool: backend \"%s\" has no reserve or release function",
+                       be.name ? be.name : "?");
+    if (!be.granularity) be.granularity = 64 * 1024;
+    if (!be.base_alignment) be.base_alignment = 4096;
+    if (!pool_pow2(be.granularity) || !pool_pow2(be.base_alignment))
+        return bp__err(err, BP_ERR_USAGE, "pool: backend \"%s\": granularity %zu and base alignment %zu must be "
+                       "powers of two", be.name ? be.name : "?", be.granularity, be.base_alignment);
+    const bp_allocator *a = o->alloc ? o->alloc : &bp__libc_allocator;
+    size_t raw_size = sizeof(bp_pool) + 64;
+    void *raw = bp__alloc(a, raw_size);
+    if (!raw) return bp__err(err, BP_ERR_NOMEM, "pool: out of memory");
+    bp_pool *p = (bp_pool *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    memset(p, 0, sizeof *p);
+    p->raw = raw;
+    p->raw_size = raw_size;
+    p->alloc = *a;
+    p->be = be;
+    p->quantum = o->alignment > MIN_QUANTUM ? o->alignment : MIN_QUANTUM;
+    p->qshift = (unsigned)__builtin_ctzll(p->quantum);
+    p->max_bytes = o->max_bytes;
+    p->grow_bytes = o->grow_bytes ? o->grow_bytes : (2u << 20);
+    p->compact_interval = o->compact_interval;
+    p->max_scan = o->max_scan;
+    p->desc_next = 1; /* 0 means "none" */
+    p->meta_bytes = raw_size;
+    for (int k = 0; k < NCLS; k++) {
+        atomic_init(&p->cls[k].lock, 0);
+    }
+    atomic_init(&p->meta, 0);
+    atomic_init(&p->index, NULL);
+    atomic_init(&p->in_use, 0);
+    atomic_init(&p->peak_in_use, 0);
+    atomic_init(&p->since_compact, 0);
+    atomic_init(&p->failures, 0);
+    atomic_init(&p->nonempty, 0);
+    if (pthread_mutex_init(&p->global, NULL) != 0) {
+        bp__free(a, raw, raw_size);
+        return bp__err(err, BP_ERR_NOMEM, "pool: cannot create a mutex");
+    }
+    *out = p;
+    return BP_OK;
+}
+
+bp_status bp_pool_new(const bp_pool_options *o, bp_pool **out, bp_error *err)
+{
+    if (!out) return bp__err(err, BP_ERR_USAGE, "pool: new: NULL output");
+    *out = NULL;
+    bp_pool *p = NULL;
+    bp_status s = pool_create(o, &p, err);
+    if (s) return s;
+    if (o && o->reserve_bytes) {
+        pthread_mutex_lock(&p->global);
+        bp_status why;
+        uint64_t want = bp__align_up(o->reserve_bytes, p->be.granularity);
+        uint32_t b = want >= o->reserve_bytes ? pool_grow(p, NCLS - 1, want, &why) : 0;
+        if (b) {
+            pool_spin_lock(&p->cls[NCLS - 1].lock);
+            pool_push(p, &p->cls[NCLS - 1], b);
+            pool_spin_unlock(&p->cls[NCLS - 1].lock);
+        }
+        pthread_mutex_unlock(&p->global);
+        if (!b) {
+            bp_pool_free(p);
+            return bp__err(err, why == BP_ERR_NOMEM ? BP_ERR_NOMEM : BP_ERR_EXHAUSTED,
+                           "pool: cannot reserve %" PRIu64 " bytes up front (backend %s%s)", o->reserve_bytes,
+                           o->backend && o->backend->name ? o->backend->name : "mmap",
+                           o->max_bytes && want > o->max_bytes ? ", above max_bytes" : "");
+        }
+    }
+    *out = p;
+    return BP_OK;
+}
+
+bp_status bp_pool_new_arena(uint64_t arena_bytes, const bp_pool_options *o, bp_pool **out, bp_error *err)
+{
+    if (!out) return bp__err(err, BP_ERR_USAGE, "pool: new arena: NULL output");
+    *out = NULL;
+    bp_pool *p = NULL;
+    bp_status s = bp_pool_new(o, &p, err);
+    if (s) return s;
+    if (arena_bytes) {
+        /* exactly arena_bytes, plus alignment slack only when the backend
+         * cannot guarantee the pool's alignment */
+        uint64_t extra = p->quantum > p->be.base_alignment ? p->quantum : 0;
+        uint64_t total = arena_bytes + extra;
+        if (total < arena_bytes || total > SIZE_MAX || (p->max_bytes && total > p->max_bytes - p->reserved) ||
+            (p->max_bytes && p->reserved > p->max_bytes)) {
+            s = bp__err(err, BP_ERR_EXHAUSTED, "pool (%s): arena of %" PRIu64 " bytes exceeds the limit of %" PRIu64
+                        " bytes", p->be.name ? p->be.name : "backend", arena_bytes, p->max_bytes);
+            bp_pool_free(p);
+            return s;
+        }
+        void *raw = p->be.reserve(p->be.ctx, (size_t)total);
+        p->os_calls++;
+        if (!raw) {
+            s = bp__err(err, BP_ERR_EXHAUSTED, "pool (%s): the backend could not reserve an arena of %" PRIu64 " bytes",
+                        p->be.name ? p->be.name : "backend", arena_bytes);
+            bp_pool_free(p);
+            return s;
+        }
+        p->arena_raw = raw;
+        p->arena_reserved = total;
+        p->arena_bytes = arena_bytes;
+        p->reserved += total;
+        if (p->reserved > p->peak_reserved) p->peak_reserved = p->reserved;
+    }
+    *out = p;
+    return BP_OK;
+}
+
+void bp_pool_free(bp_pool *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < p->n_chunks; i++) {
+        pchunk *c = p->chunks[i];
+        if (c->live) p->be.release(p->be.ctx, (void *)c->base, (size_t)c->bytes);
+        bp__free(&p->alloc, c->map, (size_t)c->map_n * sizeof *c->map);
+        bp__free(&p->alloc, c, sizeof *c);
+    }
+    bp__free(&p->alloc, p->chunks, p->cap_chunks * sizeof *p->chunks);
+    if (p->arena_raw) p->be.release(p->be.ctx, p->arena_raw, (size_t)p->arena_reserved);
+    pindex *ix = atomic_load(&p->index);
+    if (ix) bp__free(&p->alloc, ix, sizeof(pindex) + ix->n * sizeof ix->e[0]);
+    for (pindex *r = p->retired; r;) {
+        pindex *next = r->retired;
+        bp__free(&p->alloc, r, sizeof(pindex) + r->n * sizeof r->e[0]);
+        r = next;
+    }
+    for (uint32_t s = 0; s < p->n_slabs; s++) bp__free(&p->alloc, p->slabs[s], DESC_SLAB * sizeof(pblk));
+    pthread_mutex_destroy(&p->global);
+    bp_allocator a = p->alloc;
+    bp__free(&a, p->raw, p->raw_size);
+}
+
+uint64_t bp_pool_trim(bp_pool *p)
+{
+    if (!p) return 0;
+    uint64_t released = 0;
+    pthread_mutex_lock(&p->global);
+    pool_lock_all(p);
+    pool_merge_locked(p);
+    bool changed = false;
+    for (size_t j = 0; j < p->n_chunks; j++) {
+        pchunk *ch = p->chunks[j];
+        if (!ch->live) continue;
+        pblk *b = D(p, ch->first);
+        if (atomic_load_explicit(&b->state, memory_order_acquire) != BLK_FREE || b->next_phys) continue;
+        pcls *K = &p->cls[b->home];
+        pool_unlink(p, K, ch->first);
+        pool_desc_put(p, K, ch->first);
+        ch->live = 0;
+        changed = true;
+        p->be.release(p->be.ctx, (void *)ch->base, (size_t)ch->bytes);
+        p->os_calls++;
+        p->reserved -= ch->bytes;
+        p->usable -= ch->usable;
+        released += ch->bytes;
+    }
+    if (changed) {
+        /* dead chunks keep their (tiny) struct; the index drops them.  If the
+         * new index cannot be allocated the old one stays: it only maps
+         * addresses no live block has. */
+        (void)pool_index_rebuild(p);
+        for (size_t j = 0; j < p->n_chunks; j++) {
+            pchunk *ch = p->chunks[j];
+            if (!ch->live && ch->map) {
+                bp__free(&p->alloc, ch->map, (size_t)ch->map_n * sizeof *ch->map);
+                p->meta_bytes -= ch->map_n * sizeof *ch->map;
+                ch->map = NULL;
+                ch->map_n = 0;
+            }
+        }
+    }
+    pool_unlock_all(p);
+    pthread_mutex_unlock(&p->global);
+    return released;
+}
+
+/* ------------------------------------------------------------------ arena */
+
+void *bp_pool_arena_base(const bp_pool *p)
+{
+    if (!p || !p->arena_raw) return NULL;
+    return (void *)(uintptr_t)bp__align_up((uint64_t)(uintptr_t)p->arena_raw, p->quantum);
+}
+
+uint64_t bp_pool_arena_bytes(const bp_pool *p) { return p ? p->arena_bytes : 0; }
+
+bp_status bp_pool_arena_bind(const bp_pool *p, uint64_t offset, uint64_t bytes, void **ptr, bp_error *err)
+{
+    if (!ptr) return bp__err(err, BP_ERR_USAGE, "pool: arena bind: NULL output pointer");
+    *ptr = NULL;
+    if (!p) return bp__err(err, BP_ERR_USAGE, "pool: arena bind: NULL pool");
+    if (offset > p->arena_bytes || bytes > p->arena_bytes - offset)
+        return bp__err(err, BP_ERR_USAGE, "pool: arena bind: [%" PRIu64 ", %" PRIu64 ") lies outside the arena of %"
+                       PRIu64 " bytes", offset, offset + bytes < offset ? UINT64_MAX : offset + bytes, p->arena_bytes);
+    if (!p->arena_raw) return BP_OK; /* empty arena: a zero-byte tensor at 0 */
+    *ptr = (char *)bp_pool_arena_base(p) + offset;
+    return BP_OK;
+}
+
+/* -------------------------------------------------------------- statistics */
+
+void bp_pool_get_stats(bp_pool *p, bp_pool_stats *s)
+{
+    if (!s) return;
+    memset(s, 0, sizeof *s);
+    if (!p) return;
+    pthread_mutex_lock(&p->global);
+    pool_lock_all(p);
+    for (int k = 0; k < NCLS; k++) {
+        pcls *K = &p->cls[k];
+        s->class_free_bytes[k] = K->free_bytes;
+        s->class_allocs[k] = K->n_allocs;
+        s->borrows += K->lent;
+        s->free_bytes += K->free_bytes;
+        s->n_free_blocks += K->n_free;
+        s->n_allocs += s->class_allocs[k];
+        s->n_deallocs += K->n_deallocs;
+        if (K->bins)
+            for (uint32_t i = K->head[31 - __builtin_clz(K->bins)]; i; i = D(p, i)->next_free)
+                if (D(p, i)->size > s->largest_free_bytes) s->largest_free_bytes = D(p, i)->size;
+    }
+    s->reserved_bytes = p->reserved;
+    s->peak_reserved_bytes = p->peak_reserved;
+    s->arena_bytes = p->arena_bytes;
+    s->in_use_bytes = atomic_load_explicit(&p->in_use, memory_order_relaxed);
+    s->peak_in_use_bytes = atomic_load_explicit(&p->peak_in_use, memory_order_relaxed);
+    s->fragmentation = s->free_bytes ? 1.0 - (double)s->largest_free_bytes / (double)s->free_bytes : 0.0;
+    s->os_calls = p->os_calls;
+    for (size_t j = 0; j < p->n_chunks; j++) s->n_chunks += p->chunks[j]->live;
+    s->n_chunks += p->arena_raw != NULL;
+    s->n_live_blocks = s->n_allocs - s->n_deallocs;
+
+    s->compactions = p->compactions;
+    s->merges = p->merges;
+    s->failures = atomic_load_explicit(&p->failures, memory_order_relaxed);
+    s->meta_bytes = p->meta_bytes;
+    pool_unlock_all(p);
+    pthread_mutex_unlock(&p->global);
+}
+
+void bp_pool_stats_print(bp_pool *p, FILE *f)
+{
+    if (!f) return;
+    if (!p) { fprintf(f, "pool: none\n"); return; }
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    fprintf(f, "pool (%s, alignment %" PRIu64 ")\n", p->be.name ? p->be.name : "backend", p->quantum);
+    fprintf(f, "  reserved       %14" PRIu64 " bytes (peak %" PRIu64 ") in %" PRIu64 " pieces, %" PRIu64 " OS calls\n",
+            s.reserved_bytes, s.peak_reserved_bytes, s.n_chunks, s.os_calls);
+    fprintf(f, "  arena          %14" PRIu64 " bytes\n", s.arena_bytes);
+    fprintf(f, "  in use         %14" PRIu64 " bytes (peak %" PRIu64 ") in %" PRIu64 " blocks\n",
+            s.in_use_bytes, s.peak_in_use_bytes, s.n_live_blocks);
+    fprintf(f, "  free           %14" PRIu64 " bytes in %" PRIu64 " blocks, largest %" PRIu64 ", fragmentation %.3f\n",
+            s.free_bytes, s.n_free_blocks, s.largest_free_bytes, s.fragmentation);
+    fprintf(f, "  allocs %" PRIu64 ", deallocs %" PRIu64 ", borrows %" PRIu64 ", failures %" PRIu64
+               ", merge passes %" PRIu64 " (%" PRIu64 " blocks merged), metadata %" PRIu64 " bytes\n",
+            s.n_allocs, s.n_deallocs, s.borrows, s.failures, s.compactions, s.merges, s.meta_bytes);
+    for (int k = 0; k < NCLS; k++) {
+        if (!s.class_allocs[k] && !s.class_free_bytes[k]) continue;
+        char name[32];
+        pool_class_name(k, name, sizeof name);
+        fprintf(f, "  class %-8s allocs %12" PRIu64 "   free %14" PRIu64 " bytes\n", name, s.class_allocs[k],
+                s.class_free_bytes[k]);
+    }
+}
+
+/* ------------------------------------------------------------- test hooks */
+
+void bp__pool_set_seed_bug(bp_pool *p, int on)
+{
+    if (p) p->seed_bug = on != 0;
+}
+
+bp_status bp__pool_check(bp_pool *p, int quiescent, bp_error *err)
+{
+    if (!p) return bp__err(err, BP_ERR_USAGE, "pool check: NULL pool");
+    bp_status st = BP_OK;
+    pthread_mutex_lock(&p->global);
+    pool_lock_all(p);
+    uint64_t free_b = 0, used_b = 0, usable = 0, nfree = 0;
+#define PCHECK(cond, ...) do { if (!(cond)) { st = bp__err(err, BP_ERR_VERIFY, __VA_ARGS__); goto done; } } while (0)
+    for (size_t j = 0; j < p->n_chunks; j++) {
+        pchunk *ch = p->chunks[j];
+        if (!ch->live) continue;
+        usable += ch->usable;
+        PCHECK(pool_find_chunk(p, ch->start) == ch, "chunk %zu not in the index", j);
+        uintptr_t at = ch->start;
+        uint32_t prev = 0;
+        for (uint32_t i = ch->first; i; prev = i, i = D(p, i)->next_phys) {
+            pblk *b = D(p, i);
+            unsigned s = atomic_load(&b->state);
+            PCHECK(b->addr == at, "chunk %zu: block %u at %#" PRIxPTR ", expected %#" PRIxPTR, j, i, b->addr, at);
+            PCHECK(b->size && (b->size & (p->quantum - 1)) == 0, "block %u: size %" PRIu64, i, b->size);
+            PCHECK(b->chunk == ch && b->prev_phys == prev, "block %u: bad chunk or prev link", i);
+            PCHECK(atomic_load(&ch->map[(b->addr - ch->start) >> p->qshift]) == i, "block %u: page map", i);
+            PCHECK(s == BLK_FREE || s == BLK_USED || s == BLK_GOING, "block %u: state %u", i, s);
+            PCHECK(b->home < NCLS, "block %u: home %u", i, b->home);
+            if (s == BLK_FREE) { free_b += b->size; nfree++; }
+            else used_b += b->size;
+            for (uintptr_t g = b->addr + p->quantum; g < b->addr + b->size; g += p->quantum)
+                if (atomic_load(&ch->map[(g - ch->start) >> p->qshift]) != 0)
+                    PCHECK(0, "block %u: stale page map entry inside it", i);
+            at += b->size;
+        }
+        PCHECK(at == ch->start + ch->usable, "chunk %zu: blocks cover %" PRIu64 " of %" PRIu64 " bytes", j,
+               (uint64_t)(at - ch->start), ch->usable);
+    }
+    uint64_t lfree = 0, lnum = 0;
+    for (int k = 0; k < NCLS; k++) {
+        pcls *K = &p->cls[k];
+        uint64_t kb = 0, kn = 0;
+        for (unsigned j = 0; j < NBINS; j++) {
+            PCHECK(!!(K->bins & (1u << j)) == !!K->head[j], "class %d: bin %u bit is wrong", k, j);
+            uint32_t prev = 0;
+            for (uint32_t i = K->head[j]; i; prev = i, i = D(p, i)->next_free) {
+                pblk *b = D(p, i);
+                PCHECK(atomic_load(&b->state) == BLK_FREE, "class %d: block %u on the free list is not free", k, i);
+                PCHECK(b->home == k, "class %d: block %u has home %u", k, i, b->home);
+                PCHECK(b->prev_free == prev, "class %d: block %u: bad prev_free", k, i);
+                PCHECK(pool_bin(b->size) == j, "class %d: block %u in the wrong size bin", k, i);
+                kb += b->size;
+                PCHECK(++kn <= nfree, "class %d: free list longer than the free blocks (cycle?)", k);
+            }
+        }
+        PCHECK(kb == K->free_bytes && kn == K->n_free, "class %d: counters %" PRIu64 "/%u, lists %" PRIu64 "/%" PRIu64,
+               k, K->free_bytes, K->n_free, kb, kn);
+        lfree += kb;
+        lnum += kn;
+    }
+    PCHECK(lfree == free_b && lnum == nfree, "free lists hold %" PRIu64 " bytes in %" PRIu64 " blocks, chunks %" PRIu64
+           " in %" PRIu64, lfree, lnum, free_b, nfree);
+    for (int k = 0; k < NCLS; k++)
+        PCHECK(!!(atomic_load(&p->nonempty) & (1u << k)) == !!p->cls[k].bins, "class %d: non-empty hint is wrong", k);
+    PCHECK(usable == p->usable, "usable %" PRIu64 " vs %" PRIu64, usable, p->usable);
+    if (quiescent)
+        PCHECK(used_b == atomic_load(&p->in_use), "in use counter %" PRIu64 ", blocks %" PRIu64,
+               (uint64_t)atomic_load(&p->in_use), used_b);
+#undef PCHECK
+done:
+    pool_unlock_all(p);
+    pthread_mutex_unlock(&p->global);
+    return st;
+}

@@ -1,0 +1,596 @@
+/*
+ * schedule_eval.c — the objective every scheduler optimises: the peak of an
+ * order in the allocator's model, plus the same model stepped op by op.
+ *
+ * Model (lifetime.c's, which the verifier checks): a storage (planned alias
+ * group) is live from its first event — the producer of any member, or step
+ * 0 for a read graph input — to its last event (a read or write of any
+ * member), or to the final step when a member is a graph output.  An op's
+ * inputs and outputs are live together at its step.  Then, in order, an op
+ * writes its output over an input whose storage ends at this step (an
+ * in-place hint, or an element-wise op trying its inputs in order) when the
+ * sizes allow it: the two storages become one, of the input's size.
+ *
+ * bp__sgraph precomputes, once, which storages each op touches (CSR), so the
+ * evaluator is one pass over the touches, one pass over the in-place
+ * candidates with a union-find, and a difference array: O(V + E).
+ *
+ * bp__sim runs ops one at a time: a storage is allocated at its first touch,
+ * freed when its last toucher has run (unless pinned), and an in-place write
+ * hands the input's bytes to the output.  For graphs whose views are made by
+ * ops that read their source (always the case for view op types) the step
+ * model gives exactly the evaluator's peak; sg->exact says so.
+ */
+#include "schedule_internal.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------ the sgraph */
+
+static void *sg_get(bp__sgraph *sg, size_t n, size_t elem)
+{
+    if (sg->nblk >= (int)(sizeof sg->blk / sizeof sg->blk[0])) return NULL;
+    if (!n) n = 1;
+    void *p = bp__calloc(&sg->g->alloc, n, elem);
+    if (!p) return NULL;
+    sg->blk[sg->nblk] = p;
+    sg->blksz[sg->nblk++] = n * elem;
+    return p;
+}
+
+void bp__sgraph_free(bp__sgraph *sg)
+{
+    if (!sg->g) return;
+    for (int i = 0; i < sg->nblk; i++) bp__free(&sg->g->alloc, sg->blk[i], sg->blksz[i]);
+    memset(sg, 0, sizeof *sg);
+}
+
+/* Builds a CSR from (key, value) pairs already counted in off[key+1]. */
+static void sg_prefix(int32_t *off, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) off[i + 1] += off[i];
+}
+
+bp_status bp__sgraph_build(const bp_graph *g, const bp_plan_options *o, bp__sgraph *sg, bp_error *err)
+{
+    memset(sg, 0, sizeof *sg);
+    if (!g->finalized) return bp__err(err, BP_ERR_USAGE, "%s: the graph is not finalized", g->name);
+    if (g->n_o > (size_t)INT32_MAX / 2 || g->n_t > (size_t)INT32_MAX / 2)
+        return bp__err(err, BP_ERR_LIMIT, "%s: too many ops to schedule", g->name);
+    bp_plan_options defaults;
+    if (!o) { bp_plan_options_init(&defaults); o = &defaults; }
+    sg->g = g;
+    sg->n = (int32_t)g->n_o;
+    sg->align = o->alignment ? o->alignment : 1;
+    int32_t n = sg->n, nt = (int32_t)g->n_t;
+    bp__storage st = {0};
+    bp_status s = bp__storage_build(g, o, &st, err);
+    if (s) { sg->g = NULL; return s; }
+    int32_t *mark = NULL;
+    size_t mark_n = 0;
+
+    sg->tstore = sg_get(sg, (size_t)nt, sizeof *sg->tstore);
+    if (!sg->tstore) goto oom;
+    int32_t ns = 0;
+    for (int32_t t = 0; t < nt; t++) sg->tstore[t] = -1;
+    for (int32_t t = 0; t < nt; t++)
+        if (st.root[t] == t && st.planned[t]) sg->tstore[t] = ns++;
+    for (int32_t t = 0; t < nt; t++)
+        if (st.root[t] != t) sg->tstore[t] = st.planned[st.root[t]] ? sg->tstore[st.root[t]] : -1;
+    sg->ns = ns;
+    sg->sroot = sg_get(sg, (size_t)ns, sizeof *sg->sroot);
+    sg->ssize = sg_get(sg, (size_t)ns, sizeof *sg->ssize);
+    sg->sbytes = sg_get(sg, (size_t)ns, sizeof *sg->sbytes);
+    sg->sflags = sg_get(sg, (size_t)ns, sizeof *sg->sflags);
+    mark_n = (size_t)(ns > n ? ns : n) + 1;
+    mark = bp__alloc(&g->alloc, mark_n * sizeof *mark);
+    if (!sg->sroot || !sg->ssize || !sg->sbytes || !sg->sflags || !mark) goto oom;
+    sg->exact = 1;
+    for (int32_t t = 0; t < nt; t++) {
+        int32_t y = sg->tstore[t];
+        if (y < 0) continue;
+        const bp__tensor *x = &g->t[t];
+        if (st.root[t] == t) {
+            uint64_t sz = bp__align_up(x->bytes, sg->align);
+            if (sz > (uint64_t)INT64_MAX / 4) sz = (uint64_t)INT64_MAX / 4; /* as lifetime.c */
+            sg->sroot[y] = t;
+            sg->ssize[y] = sz;
+            sg->sbytes[y] = x->bytes;
+        }
+        if (x->flags & BP_TENSOR_OUTPUT) sg->sflags[y] |= BP__SF_PINNED;
+        if (x->producer < 0 && ((x->flags & BP_TENSOR_OUTPUT) || g->cons_off[t + 1] > g->cons_off[t]))
+            sg->sflags[y] |= BP__SF_EXTLIVE;
+    }
+    /* Exactness of the step model: every view member is made by an op that
+     * reads its storage, or is external with an external root. */
+    for (int32_t t = 0; t < nt && sg->exact; t++) {
+        int32_t y = sg->tstore[t];
+        if (y < 0 || st.root[t] == t) continue;
+        int32_t p = g->t[t].producer;
+        if (p < 0) { if (g->t[st.root[t]].producer >= 0) sg->exact = 0; continue; }
+        bool reads = false;
+        for (int i = 0; i < g->o[p].n_in; i++) reads |= sg->tstore[bp__op_in(g, p)[i]] == y;
+        if (!reads) sg->exact = 0;
+    }
+
+    /* Touches: op -> distinct storages. */
+    sg->to_off = sg_get(sg, (size_t)n + 1, sizeof *sg->to_off);
+    if (!sg->to_off) goto oom;
+    for (size_t i = 0; i < mark_n; i++) mark[i] = -1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t v = 0; v < n; v++) {
+            const bp__op *x = &g->o[v];
+            int32_t k = pass ? sg->to_off[v] : 0;
+            for (int i = 0; i < x->n_in + x->n_out; i++) {
+                int32_t t = g->io[x->io_off + i], y = sg->tstore[t];
+                if (y < 0 || mark[y] == v + pass * n) continue;
+                mark[y] = v + pass * n;
+                if (pass) sg->to[k++] = y; else sg->to_off[v + 1]++;
+            }
+        }
+        if (!pass) {
+            sg_prefix(sg->to_off, n);
+            sg->to = sg_get(sg, (size_t)sg->to_off[n], sizeof *sg->to);
+            if (!sg->to) goto oom;
+            for (size_t i = 0; i < mark_n; i++) mark[i] = -1;
+        }
+    }
+    /* storage -> ops */
+    sg->so_off = sg_get(sg, (size_t)ns + 1, sizeof *sg->so_off);
+    sg->so = sg_get(sg, (size_t)sg->to_off[n], sizeof *sg->so);
+    if (!sg->so_off || !sg->so) goto oom;
+    for (int32_t i = 0; i < sg->to_off[n]; i++) sg->so_off[sg->to[i] + 1]++;
+    sg_prefix(sg->so_off, ns);
+    for (int32_t y = 0; y < ns; y++) mark[y] = sg->so_off[y];
+    for (int32_t v = 0; v < n; v++)
+        for (int32_t i = sg->to_off[v]; i < sg->to_off[v + 1]; i++) sg->so[mark[sg->to[i]]++] = v;
+
+    /* Predecessors and successors (distinct). */
+    sg->pr_off = sg_get(sg, (size_t)n + 1, sizeof *sg->pr_off);
+    sg->su_off = sg_get(sg, (size_t)n + 1, sizeof *sg->su_off);
+    if (!sg->pr_off || !sg->su_off) goto oom;
+    for (size_t i = 0; i < mark_n; i++) mark[i] = -1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t v = 0; v < n; v++) {
+            int32_t k = pass ? sg->pr_off[v] : 0;
+            for (int i = 0; i < g->o[v].n_in; i++) {
+                int32_t p = g->t[bp__op_in(g, v)[i]].producer;
+                if (p < 0 || mark[p] == v + pass * n) continue;
+                mark[p] = v + pass * n;
+                if (pass) sg->pr[k++] = p; else { sg->pr_off[v + 1]++; sg->su_off[p + 1]++; }
+            }
+        }
+        if (!pass) {
+            sg_prefix(sg->pr_off, n);
+            sg_prefix(sg->su_off, n);
+            sg->pr = sg_get(sg, (size_t)sg->pr_off[n], sizeof *sg->pr);
+            sg->su = sg_get(sg, (size_t)sg->su_off[n], sizeof *sg->su);
+            if (!sg->pr || !sg->su) goto oom;
+            for (size_t i = 0; i < mark_n; i++) mark[i] = -1;
+        }
+    }
+    for (int32_t v = 0; v < n; v++) mark[v] = sg->su_off[v];
+    for (int32_t v = 0; v < n; v++)
+        for (int32_t i = sg->pr_off[v]; i < sg->pr_off[v + 1]; i++) sg->su[mark[sg->pr[i]]++] = v;
+
+    /* In-place candidates, in lifetime.c's order; the ones that can never
+     * pass (static conditions) are left out. */
+    sg->ip_off = sg_get(sg, (size_t)n + 1, sizeof *sg->ip_off);
+    if (!sg->ip_off) goto oom;
+    {
+        size_t cap = 0;
+        int32_t *hint = mark; /* op -> index of its last hint, or -1 */
+        for (int32_t v = 0; v < n; v++) hint[v] = -1;
+        if (!o->no_alias)
+            for (size_t i = 0; i < g->n_inpl; i++) hint[g->inpl[i].op] = (int32_t)i;
+        for (int pass = 0; pass < 2 && !o->no_alias; pass++) {
+            int32_t k = 0;
+            for (int32_t v = 0; v < n; v++) {
+                const bp__op *x = &g->o[v];
+                int32_t out = -1, nc = 0;
+                int nin = 0;
+                bool hinted = hint[v] >= 0;
+                if (hinted) {
+                    out = g->inpl[hint[v]].out;
+                    nin = 1;
+                } else if (x->n_out == 1 && x->n_in > 0 && bp__is_elementwise_type(bp__names_get(&g->types, x->type))) {
+                    out = bp__op_out(g, v)[0];
+                    nin = x->n_in;
+                }
+                for (int i = 0; i < nin; i++) {
+                    int32_t in = hinted ? g->inpl[hint[v]].in : bp__op_in(g, v)[i];
+                    int32_t so = sg->tstore[out], si = sg->tstore[in];
+                    if (so < 0 || si < 0 || st.root[out] != out) continue;
+                    if (g->t[in].flags & BP_TENSOR_OUTPUT) continue;
+                    if (g->t[out].bytes != g->t[in].bytes) continue;
+                    if (pass) sg->ip[k] = (bp__ipc){out, in, so, si};
+                    k++;
+                    nc++;
+                }
+                if (!pass) sg->ip_off[v + 1] = nc;
+            }
+            if (!pass) {
+                sg_prefix(sg->ip_off, n);
+                cap = (size_t)sg->ip_off[n];
+                sg->ip = sg_get(sg, cap, sizeof *sg->ip);
+                if (!sg->ip) goto oom;
+            }
+        }
+    }
+
+    /* Static allocation per op, base, lower bound, dp exactness. */
+    sg->alloc_full = sg_get(sg, (size_t)n, sizeof *sg->alloc_full);
+    sg->alloc_ip = sg_get(sg, (size_t)n, sizeof *sg->alloc_ip);
+    if (!sg->alloc_full || !sg->alloc_ip) goto oom;
+    sg->dp_exact = sg->exact;
+    uint64_t pinned = 0;
+    for (int32_t y = 0; y < ns; y++) {
+        if (sg->sflags[y] & BP__SF_EXTLIVE) sg->base += sg->ssize[y];
+        if (sg->sflags[y] & BP__SF_PINNED) pinned += sg->ssize[y];
+    }
+    sg->lb = sg->base > pinned ? sg->base : pinned;
+    for (int32_t v = 0; v < n; v++) {
+        uint64_t full = 0, touch = 0;
+        for (int i = 0; i < g->o[v].n_out; i++) {
+            int32_t t = bp__op_out(g, v)[i], y = sg->tstore[t];
+            if (y >= 0 && sg->sroot[y] == t && !(sg->sflags[y] & BP__SF_EXTLIVE)) full += sg->ssize[y];
+        }
+        for (int32_t i = sg->to_off[v]; i < sg->to_off[v + 1]; i++) touch += sg->ssize[sg->to[i]];
+        sg->alloc_full[v] = full;
+        sg->alloc_ip[v] = full;
+        if (sg->ip_off[v + 1] > sg->ip_off[v]) {
+            uint64_t so_sz = sg->ssize[sg->ip[sg->ip_off[v]].so];
+            sg->alloc_ip[v] = full >= so_sz ? full - so_sz : 0;
+            touch -= so_sz;
+        }
+        for (int32_t i = sg->ip_off[v]; i < sg->ip_off[v + 1]; i++) {
+            const bp__ipc *c = &sg->ip[i];
+            if (sg->ssize[c->si] != sg->ssize[c->so] || sg->sbytes[c->si] != sg->sbytes[c->so]) sg->dp_exact = 0;
+        }
+        if (touch > sg->lb) sg->lb = touch;
+    }
+    bp__free(&g->alloc, mark, mark_n * sizeof *mark);
+    bp__storage_free(g, &st);
+    return BP_OK;
+oom:
+    bp__free(&g->alloc, mark, mark_n * sizeof *mark);
+    bp__storage_free(g, &st);
+    bp__sgraph_free(sg);
+    return bp__err(err, BP_ERR_NOMEM, "%s: out of memory preparing the scheduler", g->name);
+}
+
+/* --------------------------------------------------------- order checks */
+
+bp_status bp__sched_check_order(const bp_graph *g, const int32_t *order, bp_error *err)
+{
+    size_t n = g->n_o;
+    int32_t *pos = bp__alloc(&g->alloc, (n ? n : 1) * sizeof *pos);
+    if (!pos) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
+    bp_status s = BP_OK;
+    for (size_t i = 0; i < n; i++) pos[i] = -1;
+    for (size_t i = 0; i < n && !s; i++) {
+        int32_t v = order[i];
+        if (v < 0 || (size_t)v >= n) s = bp__err(err, BP_ERR_USAGE, "%s: order[%zu] = %d is not an op id", g->name, i, v);
+        else if (pos[v] >= 0) s = bp__err(err, BP_ERR_USAGE, "%s: op \"%s\" appears twice in the order", g->name, bp__names_get(&g->onames, v));
+        else pos[v] = (int32_t)i;
+    }
+    for (size_t v = 0; v < n && !s; v++)
+        for (int i = 0; i < g->o[v].n_in && !s; i++) {
+            int32_t t = bp__op_in(g, (int32_t)v)[i], p = g->t[t].producer;
+            if (p >= 0 && pos[p] > pos[v])
+                s = bp__err(err, BP_ERR_USAGE, "%s: the order is not topological: op \"%s\" reads \"%s\" before op \"%s\" makes it",
+                            g->name, bp__names_get(&g->onames, (int32_t)v), bp__names_get(&g->tnames, t), bp__names_get(&g->onames, p));
+        }
+    bp__free(&g->alloc, pos, (n ? n : 1) * sizeof *pos);
+    return s;
+}
+
+/* ------------------------------------------------------------- evaluator */
+
+static void *ws_get(const bp_allocator *a, void **blk, size_t *blksz, int *nblk, size_t n, size_t elem)
+{
+    if (!n) n = 1;
+    void *p = bp__calloc(a, n, elem);
+    if (!p) return NULL;
+    blk[*nblk] = p;
+    blksz[(*nblk)++] = n * elem;
+    return p;
+}
+
+bp_status bp__eval_init(bp__eval *ev, const bp__sgraph *sg, bp_error *err)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->sg = sg;
+    const bp_allocator *a = &sg->g->alloc;
+    ev->pos = ws_get(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->n, sizeof *ev->pos);
+    ev->sf = ws_get(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->sf);
+    ev->sl = ws_get(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->sl);
+    ev->par = ws_get(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->par);
+    ev->delta = ws_get(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->n + 1, sizeof *ev->delta);
+    if (!ev->pos || !ev->sf || !ev->sl || !ev->par || !ev->delta) {
+        bp__eval_free(ev);
+        return bp__err(err, BP_ERR_NOMEM, "%s: out of memory evaluating an order", sg->g->name);
+    }
+    return BP_OK;
+}
+
+void bp__eval_free(bp__eval *ev)
+{
+    if (!ev->sg) return;
+    for (int i = 0; i < ev->nblk; i++) bp__free(&ev->sg->g->alloc, ev->blk[i], ev->blksz[i]);
+    memset(ev, 0, sizeof *ev);
+}
+
+static int32_t ev_find(int32_t *par, int32_t y)
+{
+    int32_t r = y;
+    while (par[r] != r) r = par[r];
+    while (par[y] != r) { int32_t nx = par[y]; par[y] = r; y = nx; }
+    return r;
+}
+
+/* Fills the storage hulls after in-place merging; returns nothing. */
+static void ev_hulls(bp__eval *ev, const int32_t *order)
+{
+    const bp__sgraph *sg = ev->sg;
+    int32_t n = sg->n, ns = sg->ns;
+    for (int32_t s = 0; s < n; s++) ev->pos[order[s]] = s;
+    for (int32_t y = 0; y < ns; y++) {
+        ev->sf[y] = (sg->sflags[y] & BP__SF_EXTLIVE) ? 0 : INT32_MAX;
+        ev->sl[y] = (sg->sflags[y] & BP__SF_PINNED) ? n - 1 : -1;
+        ev->par[y] = y;
+    }
+    for (int32_t s = 0; s < n; s++) {
+        int32_t v = order[s];
+        for (int32_t i = sg->to_off[v]; i < sg->to_off[v + 1]; i++) {
+            int32_t y = sg->to[i];
+            if (s < ev->sf[y]) ev->sf[y] = s;
+            if (s > ev->sl[y]) ev->sl[y] = s;
+        }
+    }
+    if (!sg->ip_off[n]) return;
+    const bp_graph *g = sg->g;
+    for (int32_t s = 0; s + 1 < n; s++) { /* never at the final step */
+        int32_t v = order[s];
+        for (int32_t i = sg->ip_off[v]; i < sg->ip_off[v + 1]; i++) {
+            const bp__ipc *c = &sg->ip[i];
+            int32_t r = ev_find(ev->par, c->si);
+            if (r == c->so || ev->par[c->so] != c->so || ev->sl[r] != s) continue;
+            if (g->t[c->out].bytes > sg->sbytes[r]) continue;
+            ev->par[c->so] = r;
+            if (ev->sf[c->so] < ev->sf[r]) ev->sf[r] = ev->sf[c->so];
+            if (ev->sl[c->so] > ev->sl[r]) ev->sl[r] = ev->sl[c->so];
+            break;
+        }
+    }
+}
+
+uint64_t bp__eval_profile(bp__eval *ev, const int32_t *order, uint64_t *mem)
+{
+    const bp__sgraph *sg = ev->sg;
+    int32_t n = sg->n;
+    ev_hulls(ev, order);
+    for (int32_t s = 0; s <= n; s++) ev->delta[s] = 0;
+    for (int32_t y = 0; y < sg->ns; y++) {
+        if (ev->par[y] != y || ev->sl[y] < 0) continue;
+        ev->delta[ev->sf[y]] += (int64_t)sg->ssize[y];
+        ev->delta[ev->sl[y] + 1] -= (int64_t)sg->ssize[y];
+    }
+    int64_t cur = 0, best = 0;
+    for (int32_t s = 0; s < n; s++) {
+        cur += ev->delta[s];
+        if (mem) mem[s] = (uint64_t)cur;
+        if (cur > best) best = cur;
+    }
+    return (uint64_t)best;
+}
+
+uint64_t bp__eval_peak(bp__eval *ev, const int32_t *order, int32_t *peak_step)
+{
+    const bp__sgraph *sg = ev->sg;
+    int32_t n = sg->n;
+    ev_hulls(ev, order);
+    for (int32_t s = 0; s <= n; s++) ev->delta[s] = 0;
+    for (int32_t y = 0; y < sg->ns; y++) {
+        if (ev->par[y] != y || ev->sl[y] < 0) continue;
+        ev->delta[ev->sf[y]] += (int64_t)sg->ssize[y];
+        ev->delta[ev->sl[y] + 1] -= (int64_t)sg->ssize[y];
+    }
+    int64_t cur = 0, best = 0;
+    int32_t best_s = 0;
+    for (int32_t s = 0; s < n; s++) {
+        cur += ev->delta[s];
+        if (cur > best) { best = cur; best_s = s; }
+    }
+    if (peak_step) *peak_step = best_s;
+    return (uint64_t)best;
+}
+
+/* ------------------------------------------------------------ step model */
+
+bp_status bp__sim_init(bp__sim *s, const bp__sgraph *sg, bp_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->sg = sg;
+    const bp_allocator *a = &sg->g->alloc;
+    size_t ns = (size_t)sg->ns, n = (size_t)sg->n;
+    s->rem = ws_get(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->rem);
+    s->cur = ws_get(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->cur);
+    s->cbytes = ws_get(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->cbytes);
+    s->live = ws_get(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->live);
+    s->done = ws_get(a, s->blk, s->blksz, &s->nblk, n, sizeof *s->done);
+    s->npred = ws_get(a, s->blk, s->blksz, &s->nblk, n, sizeof *s->npred);
+    s->last1 = ws_get(a, s->blk, s->blksz, &s->nblk, n + ns, sizeof *s->last1);
+    if (!s->rem || !s->cur || !s->cbytes || !s->live || !s->done || !s->npred || !s->last1) {
+        bp__sim_free(s);
+        return bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the scheduler", sg->g->name);
+    }
+    bp__sim_reset(s);
+    return BP_OK;
+}
+
+void bp__sim_reset(bp__sim *s)
+{
+    const bp__sgraph *sg = s->sg;
+    for (int32_t y = 0; y < sg->ns; y++) {
+        s->rem[y] = sg->so_off[y + 1] - sg->so_off[y];
+        s->cur[y] = sg->ssize[y];
+        s->cbytes[y] = sg->sbytes[y];
+        s->live[y] = (sg->sflags[y] & BP__SF_EXTLIVE) ? 1 : 0;
+    }
+    for (int32_t v = 0; v < sg->n; v++) {
+        s->done[v] = 0;
+        s->npred[v] = sg->pr_off[v + 1] - sg->pr_off[v];
+    }
+    s->mem = sg->base;
+    s->peak = 0;
+    s->step = 0;
+    s->n_last1 = 0;
+}
+
+void bp__sim_copy(bp__sim *d, const bp__sim *s)
+{
+    const bp__sgraph *sg = s->sg;
+    size_t ns = (size_t)sg->ns, n = (size_t)sg->n;
+    if (ns) {
+        memcpy(d->rem, s->rem, ns * sizeof *d->rem);
+        memcpy(d->cur, s->cur, ns * sizeof *d->cur);
+        memcpy(d->cbytes, s->cbytes, ns * sizeof *d->cbytes);
+        memcpy(d->live, s->live, ns);
+    }
+    if (n) {
+        memcpy(d->done, s->done, n);
+        memcpy(d->npred, s->npred, n * sizeof *d->npred);
+    }
+    d->mem = s->mem;
+    d->peak = s->peak;
+    d->step = s->step;
+    d->n_last1 = 0;
+}
+
+void bp__sim_free(bp__sim *s)
+{
+    if (!s->sg) return;
+    for (int i = 0; i < s->nblk; i++) bp__free(&s->sg->g->alloc, s->blk[i], s->blksz[i]);
+    memset(s, 0, sizeof *s);
+}
+
+/* The in-place candidate that would merge if op ran now, or NULL. */
+static const bp__ipc *sim_merge(const bp__sim *s, int32_t op)
+{
+    const bp__sgraph *sg = s->sg;
+    if (s->step + 1 >= sg->n) return NULL;
+    for (int32_t i = sg->ip_off[op]; i < sg->ip_off[op + 1]; i++) {
+        const bp__ipc *c = &sg->ip[i];
+        int32_t x = c->si;
+        if (x == c->so || s->rem[x] != 1 || (sg->sflags[x] & BP__SF_PINNED) || s->live[x] != 1 || s->live[c->so]) continue;
+        if (sg->g->t[c->out].bytes > s->cbytes[x]) continue;
+        return c;
+    }
+    return NULL;
+}
+
+void bp__sim_delta(const bp__sim *s, int32_t op, uint64_t *alloc, uint64_t *freed)
+{
+    const bp__sgraph *sg = s->sg;
+    const bp__ipc *m = sim_merge(s, op);
+    uint64_t al = 0, fr = 0;
+    for (int32_t i = sg->to_off[op]; i < sg->to_off[op + 1]; i++) {
+        int32_t y = sg->to[i];
+        uint64_t sz = s->cur[y];
+        if (m && y == m->si) continue;        /* its bytes move to the output */
+        if (m && y == m->so) sz = s->cur[m->si];
+        else if (!s->live[y]) al += sz;
+        if (s->rem[y] == 1 && !(sg->sflags[y] & BP__SF_PINNED) && s->live[y] != 2) fr += sz;
+    }
+    *alloc = al;
+    *freed = fr;
+}
+
+uint64_t bp__sim_run(bp__sim *s, int32_t op)
+{
+    const bp__sgraph *sg = s->sg;
+    const bp__ipc *m = sim_merge(s, op);
+    s->n_last1 = 0;
+    if (m) {
+        s->cur[m->so] = s->cur[m->si];
+        s->cbytes[m->so] = s->cbytes[m->si];
+        s->live[m->so] = 1;
+        s->cur[m->si] = 0;
+        s->live[m->si] = 2;
+    }
+    for (int32_t i = sg->to_off[op]; i < sg->to_off[op + 1]; i++) {
+        int32_t y = sg->to[i];
+        if (!s->live[y]) { s->live[y] = 1; s->mem += s->cur[y]; }
+    }
+    uint64_t at = s->mem;
+    if (at > s->peak) s->peak = at;
+    for (int32_t i = sg->to_off[op]; i < sg->to_off[op + 1]; i++) {
+        int32_t y = sg->to[i];
+        if (--s->rem[y] == 1) s->last1[s->n_last1++] = y;
+        else if (s->rem[y] == 0 && !(sg->sflags[y] & BP__SF_PINNED) && s->live[y] == 1) {
+            s->mem -= s->cur[y];
+            s->live[y] = 2;
+        }
+    }
+    s->done[op] = 1;
+    for (int32_t i = sg->su_off[op]; i < sg->su_off[op + 1]; i++) s->npred[sg->su[i]]--;
+    s->step++;
+    return at;
+}
+
+int32_t bp__sim_last_toucher(const bp__sim *s, int32_t st)
+{
+    const bp__sgraph *sg = s->sg;
+    for (int32_t i = sg->so_off[st]; i < sg->so_off[st + 1]; i++)
+        if (!s->done[sg->so[i]]) return sg->so[i];
+    return -1;
+}
+
+/* ------------------------------------------------------------------ heap */
+
+bool bp__heap_init(bp__heap *h, const bp_allocator *a, size_t cap)
+{
+    memset(h, 0, sizeof *h);
+    h->a = a;
+    return bp__grow(a, (void **)&h->e, &h->cap, cap ? cap : 1, sizeof *h->e);
+}
+
+void bp__heap_free(bp__heap *h)
+{
+    if (h->a) bp__free(h->a, h->e, h->cap * sizeof *h->e);
+    memset(h, 0, sizeof *h);
+}
+
+static bool heap_before(const bp__hent *x, const bp__hent *y)
+{
+    if (x->key != y->key) return x->key > y->key;
+    return x->tie < y->tie;
+}
+
+void bp__heap_push(bp__heap *h, double key, uint64_t tie, int32_t op)
+{
+    if (h->n == h->cap && !bp__grow(h->a, (void **)&h->e, &h->cap, h->n + 1, sizeof *h->e)) { h->oom = true; return; }
+    size_t i = h->n++;
+    bp__hent x = {key, tie, op};
+    while (i && heap_before(&x, &h->e[(i - 1) / 2])) { h->e[i] = h->e[(i - 1) / 2]; i = (i - 1) / 2; }
+    h->e[i] = x;
+}
+
+int32_t bp__heap_pop(bp__heap *h, double *key)
+{
+    if (!h->n) return -1;
+    bp__hent top = h->e[0], x = h->e[--h->n];
+    size_t i = 0, n = h->n;
+    for (;;) {
+        size_t l = 2 * i + 1, m = l;
+        if (l >= n) break;
+        if (l + 1 < n && heap_before(&h->e[l + 1], &h->e[l])) m = l + 1;
+        if (!heap_before(&h->e[m], &x)) break;
+        h->e[i] = h->e[m];
+        i = m;
+    }
+    if (n) h->e[i] = x;
+    if (key) *key = top.key;
+    return top.op;
+}

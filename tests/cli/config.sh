@@ -1,0 +1,96 @@
+#!/bin/bash
+# bufplan config --show: defaults, presets, a config file, flags over the
+# file, every key round-trips through --show; unknown keys and wrong types
+# exit 2 naming the key; `bufplan plan --config/--preset` uses the settings.
+set -u
+CLI=${BP_CLI:?BP_CLI is not set}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+
+# get JSON KEY: a key of the JSON on stdin
+get() { python3 -c 'import json,sys; v=json.load(sys.stdin)[sys.argv[1]]; print(json.dumps(v))' "$1"; }
+
+"$CLI" config --show >"$tmp/def.json" || bad "config --show failed"
+[ "$(get scheduler <"$tmp/def.json")" = '"kahn"' ] || bad "default scheduler"
+[ "$(get alpha <"$tmp/def.json")" = 0.7 ] || bad "default alpha"
+[ "$(get replan <"$tmp/def.json")" = true ] || bad "default replan"
+
+# presets: inference alpha > beta, training beta > alpha
+"$CLI" config --preset inference >"$tmp/inf.json" || bad "--preset inference"
+"$CLI" config --preset training >"$tmp/tr.json" || bad "--preset training"
+python3 - "$tmp/inf.json" "$tmp/tr.json" <<'PY' || bad "preset values"
+import json, sys
+i, t = (json.load(open(p)) for p in sys.argv[1:3])
+assert i["preset"] == "inference" and i["alpha"] > i["beta"] and i["scheduler"] == "seed", i
+assert t["preset"] == "training" and t["beta"] > t["alpha"] and t["beta"] > i["beta"], t
+PY
+"$CLI" config --preset gaming >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] || bad "unknown preset should exit 2"
+grep -q gaming "$tmp/err" || bad "unknown preset message"
+
+# a file with every key; --show prints them back; re-reading --show's output is a fixed point
+cat >"$tmp/all.json" <<'J'
+{"format": "bufplan-config", "version": 1, "preset": "training", "scheduler": "dfs", "alpha": 0.2,
+ "beta": 0.8, "time_limit": 3.5, "budget": "64M", "assigner": "color", "alignment": 128, "seed": 5,
+ "alias": false, "plan_inputs": true, "plan_constants": true, "fence_aware": false, "replan": false,
+ "warmup_runs": 7, "dynamic_policy": "cover", "buckets": {"S": [128, 256, 512]},
+ "compaction_interval": 1000, "threads": 2, "cache_dir": "/tmp/c", "cache_verify": false}
+J
+"$CLI" config --show --config "$tmp/all.json" >"$tmp/all.out" || bad "config --config"
+python3 - "$tmp/all.json" "$tmp/all.out" <<'PY' || bad "--show does not echo the file"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+a["budget"] = 64 << 20
+for k, v in a.items():
+    assert b[k] == v, (k, v, b[k])
+PY
+"$CLI" config --config "$tmp/all.out" >"$tmp/all2.out" || bad "re-reading --show output"
+cmp -s "$tmp/all.out" "$tmp/all2.out" || bad "--show output is not a fixed point"
+
+# every key listed by --keys appears in --show
+for k in $("$CLI" config --keys); do
+    get "$k" <"$tmp/def.json" >/dev/null 2>&1 || bad "key $k missing from --show"
+done
+
+# flags override the file, wherever they are
+out=$("$CLI" config --alpha 0.9 --config "$tmp/all.json" --warmup-runs 2 --buckets S=1,2 --no-cache-verify --set threads=6)
+[ "$(echo "$out" | get alpha)" = 0.9 ] || bad "--alpha over the file"
+[ "$(echo "$out" | get warmup_runs)" = 2 ] || bad "--warmup-runs over the file"
+[ "$(echo "$out" | get threads)" = 6 ] || bad "--set threads over the file"
+[ "$(echo "$out" | get buckets)" = '{"S": [1, 2]}' ] || bad "--buckets over the file"
+# a --preset flag wins over the file's preset; the file's keys win over both
+out=$("$CLI" config --preset inference --config "$tmp/all.json")
+[ "$(echo "$out" | get preset)" = '"inference"' ] || bad "--preset over the file's preset"
+[ "$(echo "$out" | get alpha)" = 0.2 ] || bad "file key over --preset"
+
+# unknown keys and wrong types: exit 2, the key named
+check_bad() { # JSON NEEDLE
+    echo "$1" >"$tmp/bad.json"
+    "$CLI" config --config "$tmp/bad.json" >/dev/null 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 2 ] || bad "$1: exit $rc, want 2"
+    grep -qF "$2" "$tmp/err" || bad "$1: message lacks $2: $(cat "$tmp/err")"
+}
+check_bad '{"sheduler": "dfs"}' '"sheduler"'
+check_bad '{"alpha": "high"}' '"alpha"'
+check_bad '{"threads": 1.5}' '"threads"'
+check_bad '{"replan": "yes"}' '"replan"'
+check_bad '{"buckets": [1, 2]}' '"buckets"'
+check_bad '{"alignment": 100}' '"alignment"'
+check_bad '{"alpha": 0.5' 'bad.json'
+"$CLI" config --set colour=red >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] || bad "--set unknown key should exit 2"
+grep -q '"colour"' "$tmp/err" || bad "--set unknown key message"
+"$CLI" config --warmup-runs many >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] || bad "--warmup-runs many should exit 2"
+"$CLI" config --config "$tmp/missing.json" >/dev/null 2>&1; [ $? -eq 2 ] || bad "missing config file should exit 2"
+
+# plan uses the config: the scheduler and assigner from the file, a flag over it
+"$CLI" gen diamond -o "$tmp/d.json" || bad "gen"
+echo '{"scheduler": "dfs", "assigner": "color"}' >"$tmp/c.json"
+"$CLI" plan "$tmp/d.json" --config "$tmp/c.json" >"$tmp/p.txt" || bad "plan --config"
+grep -q "schedule dfs, assign color" "$tmp/p.txt" || bad "plan --config not applied: $(cat "$tmp/p.txt")"
+"$CLI" plan "$tmp/d.json" --config "$tmp/c.json" -a bestfit >"$tmp/p.txt" || bad "plan --config -a"
+grep -q "schedule dfs, assign bestfit" "$tmp/p.txt" || bad "plan flag over --config"
+"$CLI" plan "$tmp/d.json" --preset inference >"$tmp/p.txt" || bad "plan --preset"
+grep -q "schedule seed" "$tmp/p.txt" || bad "plan --preset not applied"
+exit $fail

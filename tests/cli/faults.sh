@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Allocation-failure injection over the CLI's main paths: plan a JSON graph,
+# plan an ONNX model, pack a MiniMalloc CSV, verify a plan.  For each path the
+# allocations are counted (BP_FAULT_ALLOC=0), then the command runs once for
+# every n with the n-th allocation failing (library, protobuf-c and jansson
+# allocations; src/fault.c).  Each run must end cleanly: exit 0, or exit 2
+# with a message; no sanitizer report (ASan, UBSan, LeakSanitizer); and with
+# a non-zero exit, no output file and no temp file left behind.
+# Needs a build with -DBP_FAULT_INJECTION (the sanitizer test build); skipped
+# otherwise.
+set -uo pipefail
+cli=${BP_CLI:?BP_CLI must name the bufplan binary}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+cat > g.json <<'JSON'
+{"format": "bufplan-graph", "version": 1, "name": "f",
+ "tensors": [{"name": "x", "shape": [1, 8], "dtype": "f32"}, {"name": "w", "bytes": 64},
+  {"name": "b", "bytes": 32}, {"name": "c", "bytes": 32, "view_of": "b"}, {"name": "d", "bytes": 32}],
+ "ops": [{"name": "mm", "type": "MatMul", "inputs": ["x", "w"], "outputs": ["b"]},
+  {"name": "v", "type": "Reshape", "inputs": ["b"], "outputs": ["c"]},
+  {"name": "r", "type": "Relu", "inputs": ["c"], "outputs": ["d"]}],
+ "inputs": ["x"], "weights": ["w"], "outputs": ["d"]}
+JSON
+printf 'id,lower,upper,size\na,0,2,4\nb,1,3,8\nc,2,4,4\nd,0,5,16\n' > i.csv
+# A two-node ONNX model (Relu -> Sigmoid on a 1x8 float input), wire format by hand.
+python3 - <<'PY' || exit 1
+def v(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7f; n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n: return bytes(out)
+def f(num, payload): return v(num << 3 | 2) + v(len(payload)) + payload
+def i(num, val): return v(num << 3) + v(val)
+def s(num, text): return f(num, text.encode())
+def node(op, name, ins, outs): return b"".join(s(1, x) for x in ins) + b"".join(s(2, x) for x in outs) + s(3, name) + s(4, op)
+def vi(name):
+    dims = f(1, i(1, 1)) + f(1, i(1, 8))
+    return s(1, name) + f(2, f(1, i(1, 1) + f(2, dims)))
+graph = f(1, node("Relu", "r", ["x"], ["y"])) + f(1, node("Sigmoid", "s", ["y"], ["z"])) + s(2, "tiny") + f(11, vi("x")) + f(12, vi("z"))
+model = i(1, 8) + s(2, "faults.sh") + f(8, i(2, 13)) + f(7, graph)
+open("m.onnx", "wb").write(model)
+PY
+"$cli" plan g.json -q -o p.json || { echo "faults.sh: cannot make the plan to verify"; exit 1; }
+
+export ASAN_OPTIONS=detect_leaks=1:exitcode=86
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
+BP_FAULT_ALLOC=0 BP_FAULT_COUNT=count "$cli" plan g.json -q -o out.json 2>/dev/null
+if [ ! -s count ]; then
+  echo "faults.sh: SKIPPED: $cli was built without -DBP_FAULT_INJECTION"
+  exit 0
+fi
+rm -f out.json
+
+# one_run PATH_NAME N OUT CMD...: prints a line for a failure
+one_run() {
+  local name=$1 n=$2 out=$3; shift 3
+  local d; d=$(mktemp -d "$work/run.XXXXXX")
+  cp g.json i.csv m.onnx p.json "$d/"
+  (cd "$d" && BP_FAULT_ALLOC=$n "$@" >stdout 2>stderr; echo $? > rc)
+  local rc; rc=$(cat "$d/rc")
+  local bad=""
+  if grep -qE "Sanitizer|runtime error|LeakSanitizer" "$d/stderr"; then bad="sanitizer report"
+  elif [ "$rc" != 0 ] && [ "$rc" != 2 ] && [ "$rc" != 1 ]; then bad="exit $rc"
+  elif [ "$rc" != 0 ] && ! [ -s "$d/stderr" ]; then bad="exit $rc without a message"
+  elif [ "$rc" != 0 ] && [ "$out" != - ] && [ -e "$d/$out" ]; then bad="output file left after exit $rc"
+  elif [ "$rc" = 0 ] && [ "$out" != - ] && ! [ -s "$d/$out" ]; then bad="exit 0 without the output file"
+  elif ls "$d" | grep -q '\.tmp\.'; then bad="temp file left"
+  fi
+  if [ -n "$bad" ]; then
+    echo "FAIL $name n=$n: $bad"; head -5 "$d/stderr" | sed 's/^/    /'
+  else
+    rm -rf "$d"
+  fi
+}
+export -f one_run
+export work
+
+total=0 failed=0
+sweep() {  # sweep NAME OUT CMD...
+  local name=$1 out=$2; shift 2
+  rm -f count
+  BP_FAULT_ALLOC=0 BP_FAULT_COUNT=count "$@" >/dev/null 2>&1
+  local n; n=$(cat count)
+  rm -f "$out" 2>/dev/null
+  local log="$work/$name.log"
+  seq 1 "$n" | xargs -P 2 -I{} bash -c 'one_run "$@"' _ "$name" {} "$out" "$@" > "$log"
+  local nf; nf=$(grep -c '^FAIL' "$log")
+  printf '%-12s %5d allocation-failure points, %d failed\n' "$name" "$n" "$nf"
+  grep -A5 '^FAIL' "$log" | head -20
+  total=$((total + n)); failed=$((failed + nf))
+}
+sweep plan-json out.json "$cli" plan g.json -q -o out.json
+sweep plan-onnx out.json "$cli" plan m.onnx -q -o out.json
+sweep pack-csv out.csv "$cli" pack i.csv -o out.csv
+sweep verify - "$cli" verify g.json p.json
+echo "total: $total allocation-failure points, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,280 @@
+/* Interval assigners (naive, color, bestfit, search) against independent
+ * oracles: every result passes bp_intervals_check (itself compared with an
+ * O(n^2) pairwise check), is >= a brute-force max-live, bestfit is never
+ * above naive, and color equals an O(n^2) re-implementation of the seed's
+ * coloring.  Plus bad input. */
+#include "bufplan.h"
+#include "check.h"
+
+#include <stdint.h>
+
+typedef unsigned long long ull;
+static const char *const kname[] = { "naive", "color", "bestfit", "search" };
+
+static bp_interval mk(int64_t lo, int64_t hi, uint64_t size)
+{
+    bp_interval x = { lo, hi, size, 0, BP_NO_OFFSET };
+    return x;
+}
+
+/* Brute force: the max over t of the sizes live at t (half-open). */
+static uint64_t brute_max_live(const bp_interval *iv, size_t n)
+{
+    uint64_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!iv[i].size) continue;
+        int64_t t = iv[i].lower;
+        uint64_t s = 0;
+        for (size_t j = 0; j < n; j++)
+            if (iv[j].size && iv[j].lower <= t && t < iv[j].upper) s += iv[j].size;
+        if (s > best) best = s;
+    }
+    return best;
+}
+
+/* Pairwise check; 1 when valid. */
+static int brute_valid(const bp_interval *iv, size_t n, const uint64_t *off)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (iv[i].alignment > 1 && off[i] % iv[i].alignment) return 0;
+        if (iv[i].fixed_offset != BP_NO_OFFSET && off[i] != iv[i].fixed_offset) return 0;
+        for (size_t j = i + 1; j < n; j++) {
+            if (!iv[i].size || !iv[j].size) continue;
+            int time = iv[i].lower < iv[j].upper && iv[j].lower < iv[i].upper;
+            int bytes = off[i] < off[j] + iv[j].size && off[j] < off[i] + iv[i].size;
+            if (time && bytes) return 0;
+        }
+    }
+    return 1;
+}
+
+static uint64_t align_up(uint64_t x, uint64_t a) { return a <= 1 ? x : (x + a - 1) / a * a; }
+
+/* The seed's coloring, O(n^2): by end ascending (index on ties), smallest
+ * color none of whose tenants overlaps in time. */
+static uint64_t brute_color(const bp_interval *iv, size_t n, uint64_t *off)
+{
+    size_t *ord = calloc(n + 1, sizeof *ord);
+    int *col = calloc(n + 1, sizeof *col);
+    uint64_t *csz = calloc(n + 1, sizeof *csz), *cal = calloc(n + 1, sizeof *cal), *base = calloc(n + 1, sizeof *base);
+    size_t m = 0, nc = 0;
+    uint64_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (iv[i].fixed_offset != BP_NO_OFFSET) {
+            off[i] = iv[i].fixed_offset;
+            if (iv[i].size && off[i] + iv[i].size > top) top = off[i] + iv[i].size;
+        } else if (iv[i].size) ord[m++] = i;
+        else off[i] = 0;
+    }
+    for (size_t a = 1; a < m; a++) { /* insertion sort by (upper, index) */
+        size_t v = ord[a], b = a;
+        while (b > 0 && (iv[ord[b - 1]].upper > iv[v].upper ||
+                         (iv[ord[b - 1]].upper == iv[v].upper && ord[b - 1] > v))) { ord[b] = ord[b - 1]; b--; }
+        ord[b] = v;
+    }
+    for (size_t k = 0; k < m; k++) {
+        size_t i = ord[k];
+        for (size_t c = 0;; c++) {
+            int ok = 1;
+            for (size_t q = 0; q < k && ok; q++) {
+                size_t j = ord[q];
+                if ((size_t)col[j] == c && iv[j].lower < iv[i].upper && iv[i].lower < iv[j].upper) ok = 0;
+            }
+            if (ok) { col[i] = (int)c; if (c + 1 > nc) nc = c + 1; break; }
+        }
+        if (iv[i].size > csz[col[i]]) csz[col[i]] = iv[i].size;
+        uint64_t al = iv[i].alignment > 1 ? iv[i].alignment : 1;
+        if (al > cal[col[i]]) cal[col[i]] = al;
+    }
+    for (size_t c = 0; c < nc; c++) { base[c] = align_up(top, cal[c]); top = base[c] + csz[c]; }
+    for (size_t k = 0; k < m; k++) off[ord[k]] = base[col[ord[k]]];
+    free(ord); free(col); free(csz); free(cal); free(base);
+    return top;
+}
+
+static void random_instance(ull *seed, bp_interval *iv, size_t n, int features)
+{
+    int64_t span = 1 + (int64_t)(test_rand(seed) % 40);
+    for (size_t i = 0; i < n; i++) {
+        int64_t lo = (int64_t)(test_rand(seed) % (ull)span);
+        int64_t len = 1 + (int64_t)(test_rand(seed) % (ull)(span / 2 + 1));
+        uint64_t size = 1 + test_rand(seed) % (test_rand(seed) % 2 ? 10 : 1000);
+        iv[i] = mk(lo, lo + len, size);
+        if (features) {
+            if (test_rand(seed) % 10 == 0) iv[i].size = 0;
+            if (test_rand(seed) % 4 == 0) iv[i].alignment = 1ull << (test_rand(seed) % 5);
+            if (test_rand(seed) % 15 == 0) iv[i].lower = iv[i].upper = 3; /* empty, size forced 0 below */
+            if (iv[i].lower == iv[i].upper) iv[i].size = 0;
+        }
+    }
+    if (features && n > 2 && test_rand(seed) % 3 == 0) {
+        /* pre-place a few intervals with disjoint fixed offsets */
+        uint64_t at = 0;
+        for (size_t i = 0; i < n; i++)
+            if (test_rand(seed) % 6 == 0) {
+                uint64_t al = iv[i].alignment > 1 ? iv[i].alignment : 1;
+                at = align_up(at + test_rand(seed) % 20, al);
+                iv[i].fixed_offset = at;
+                at += iv[i].size;
+            }
+    }
+}
+
+static void test_random(void)
+{
+    ull seed = 12345;
+    enum { MAXN = 64 };
+    bp_interval iv[MAXN];
+    uint64_t off[MAXN], off2[MAXN];
+    int instances = 0;
+    for (int round = 0; round < 3000; round++) {
+        size_t n = 1 + test_rand(&seed) % (round < 1500 ? 12 : MAXN);
+        random_instance(&seed, iv, n, round % 2);
+        uint64_t ml = brute_max_live(iv, n);
+        CHECK(bp_intervals_max_live(iv, n) == ml);
+        uint64_t arenas[BP_ASSIGN_COUNT];
+        for (int k = 0; k < BP_ASSIGN_COUNT; k++) {
+            bp_assign_options o;
+            bp_assign_options_init(&o);
+            o.time_limit = 0.05;
+            bp_assign_result r;
+            bp_error e;
+            CHECK_OK(bp_assign_intervals(iv, n, (bp_assign_kind)k, &o, off, &r, &e), e);
+            arenas[k] = r.arena_bytes;
+            uint64_t real = 0;
+            for (size_t i = 0; i < n; i++) if (iv[i].size && off[i] + iv[i].size > real) real = off[i] + iv[i].size;
+            CHECK_MSG(real == r.arena_bytes, "round %d %s: arena %llu, offsets say %llu", round,
+                      kname[k], (ull)r.arena_bytes, (ull)real);
+            bp_status cs = bp_intervals_check(iv, n, off, r.arena_bytes, &e);
+            CHECK_MSG(cs == BP_OK, "round %d %s: %s", round, kname[k], e.msg);
+            CHECK_MSG(brute_valid(iv, n, off), "round %d %s: pairwise check fails", round, kname[k]);
+            CHECK(r.arena_bytes >= ml);
+            CHECK(r.lower_bound >= ml && r.lower_bound <= r.arena_bytes);
+            CHECK(r.optimal == (r.arena_bytes == r.lower_bound) || (k == BP_ASSIGN_SEARCH && r.optimal));
+            if (k == BP_ASSIGN_COLOR) {
+                uint64_t ca = brute_color(iv, n, off2);
+                CHECK_MSG(ca == r.arena_bytes, "round %d color %llu, oracle %llu", round, (ull)r.arena_bytes, (ull)ca);
+                int same = 1;
+                for (size_t i = 0; i < n; i++) if (off[i] != off2[i]) same = 0;
+                CHECK_MSG(same, "round %d: color offsets differ from the oracle", round);
+            }
+        }
+        CHECK_MSG(arenas[BP_ASSIGN_BESTFIT] <= arenas[BP_ASSIGN_NAIVE], "round %d: bestfit %llu > naive %llu", round,
+                  (ull)arenas[BP_ASSIGN_BESTFIT], (ull)arenas[BP_ASSIGN_NAIVE]);
+        CHECK(arenas[BP_ASSIGN_SEARCH] <= arenas[BP_ASSIGN_BESTFIT]);
+        instances++;
+    }
+    CHECK(instances == 3000);
+}
+
+/* The checker itself against the pairwise oracle on random offsets. */
+static void test_checker(void)
+{
+    ull seed = 777;
+    bp_interval iv[20];
+    uint64_t off[20];
+    int valid = 0, invalid = 0;
+    for (int round = 0; round < 5000; round++) {
+        size_t n = 1 + test_rand(&seed) % 20;
+        random_instance(&seed, iv, n, 0);
+        for (size_t i = 0; i < n; i++) off[i] = test_rand(&seed) % 4000;
+        bp_error e;
+        int ok = bp_intervals_check(iv, n, off, 0, &e) == BP_OK;
+        CHECK_MSG(ok == brute_valid(iv, n, off), "round %d: checker says %d: %s", round, ok, ok ? "" : e.msg);
+        if (ok) valid++; else invalid++;
+    }
+    CHECK(valid > 100 && invalid > 100);
+    /* arena limit, alignment, fixed offsets */
+    bp_interval a[2] = { mk(0, 2, 8), mk(2, 4, 8) };
+    uint64_t o[2] = { 0, 0 };
+    bp_error e;
+    CHECK(bp_intervals_check(a, 2, o, 8, &e) == BP_OK);      /* touching in time: fine */
+    CHECK(bp_intervals_check(a, 2, o, 7, &e) == BP_ERR_VERIFY);
+    a[1].lower = 1;
+    CHECK(bp_intervals_check(a, 2, o, 0, &e) == BP_ERR_VERIFY);
+    CHECK(strstr(e.msg, "overlap") != NULL);
+    o[1] = 8;
+    CHECK(bp_intervals_check(a, 2, o, 0, &e) == BP_OK);
+    a[1].alignment = 16;
+    CHECK(bp_intervals_check(a, 2, o, 0, &e) == BP_ERR_VERIFY);
+    a[1].alignment = 0; a[1].fixed_offset = 9;
+    CHECK(bp_intervals_check(a, 2, o, 0, &e) == BP_ERR_VERIFY);
+}
+
+static void test_small_cases(void)
+{
+    /* MiniMalloc's README example: optimum 12. */
+    bp_interval ex[5] = { mk(0, 3, 4), mk(3, 9, 4), mk(3, 21, 4), mk(9, 21, 4), mk(0, 9, 4) };
+    uint64_t off[5];
+    bp_assign_result r;
+    bp_error e;
+    CHECK_OK(bp_assign_intervals(ex, 5, BP_ASSIGN_BESTFIT, NULL, off, &r, &e), e);
+    CHECK(r.lower_bound == 12);
+    CHECK(r.arena_bytes == 12 && r.optimal == 1);
+    CHECK_OK(bp_assign_intervals(ex, 5, BP_ASSIGN_NAIVE, NULL, off, &r, &e), e);
+    CHECK(r.arena_bytes == 20);
+    /* seed's coloring: one buffer per color, the largest tenant's size */
+    bp_interval c3[3] = { mk(0, 2, 100), mk(2, 4, 10), mk(1, 3, 50) };
+    CHECK_OK(bp_assign_intervals(c3, 3, BP_ASSIGN_COLOR, NULL, off, &r, &e), e);
+    CHECK(r.arena_bytes == 150);
+    CHECK(off[0] == off[1] && off[2] != off[0]);
+    /* zero-size intervals: offset 0, no memory, any lifetime */
+    bp_interval z[3] = { mk(5, 5, 0), mk(0, 10, 7), mk(3, 1, 0) };
+    for (int k = 0; k < BP_ASSIGN_COUNT; k++) {
+        CHECK_OK(bp_assign_intervals(z, 3, (bp_assign_kind)k, NULL, off, &r, &e), e);
+        CHECK(off[0] == 0 && off[2] == 0 && r.arena_bytes == 7);
+    }
+    /* empty input */
+    CHECK_OK(bp_assign_intervals(NULL, 0, BP_ASSIGN_BESTFIT, NULL, NULL, &r, &e), e);
+    CHECK(r.arena_bytes == 0 && r.lower_bound == 0);
+    /* fixed offsets are kept by everyone; alignment respected */
+    bp_interval f[3] = { mk(0, 10, 8), mk(0, 10, 8), mk(0, 10, 3) };
+    f[0].fixed_offset = 16; f[1].alignment = 32; f[2].alignment = 4;
+    for (int k = 0; k < BP_ASSIGN_COUNT; k++) {
+        CHECK_OK(bp_assign_intervals(f, 3, (bp_assign_kind)k, NULL, off, &r, &e), e);
+        CHECK(off[0] == 16 && off[1] % 32 == 0 && off[2] % 4 == 0);
+        CHECK_OK(bp_intervals_check(f, 3, off, r.arena_bytes, &e), e);
+    }
+    CHECK_OK(bp_assign_intervals(f, 3, BP_ASSIGN_BESTFIT, NULL, off, &r, &e), e);
+    CHECK(r.arena_bytes == 24); /* 0..8 (aligned 32), 8..11, fixed 16..24 */
+    /* capacity mode */
+    bp_assign_options o;
+    bp_assign_options_init(&o);
+    o.capacity = 12;
+    CHECK_OK(bp_assign_intervals(ex, 5, BP_ASSIGN_BESTFIT, &o, off, &r, &e), e);
+    CHECK(r.fits == 1);
+    o.capacity = 11;
+    CHECK_OK(bp_assign_intervals(ex, 5, BP_ASSIGN_BESTFIT, &o, off, &r, &e), e);
+    CHECK(r.fits == 0);
+}
+
+static void test_bad_input(void)
+{
+    uint64_t off[2];
+    bp_assign_result r;
+    bp_error e;
+    bp_interval a[2] = { mk(0, 2, 8), mk(4, 4, 8) };
+    CHECK(bp_assign_intervals(a, 2, BP_ASSIGN_BESTFIT, NULL, off, &r, &e) == BP_ERR_INVALID);
+    CHECK(strstr(e.msg, "interval 1") != NULL);
+    a[1] = mk(0, 4, 8); a[1].alignment = 12;
+    CHECK(bp_assign_intervals(a, 2, BP_ASSIGN_COLOR, NULL, off, &r, &e) == BP_ERR_INVALID);
+    CHECK(strstr(e.msg, "power of two") != NULL);
+    a[1].alignment = 16; a[1].fixed_offset = 8;
+    CHECK(bp_assign_intervals(a, 2, BP_ASSIGN_SEARCH, NULL, off, &r, &e) == BP_ERR_INVALID);
+    a[1].alignment = 0; a[0].fixed_offset = 0; a[1].fixed_offset = 4;
+    CHECK(bp_assign_intervals(a, 2, BP_ASSIGN_NAIVE, NULL, off, &r, &e) == BP_ERR_INVALID);
+    CHECK(strstr(e.msg, "collide") != NULL);
+    a[1].fixed_offset = UINT64_MAX - 2;
+    CHECK(bp_assign_intervals(a, 2, BP_ASSIGN_NAIVE, NULL, off, &r, &e) == BP_ERR_INVALID);
+    CHECK(bp_assign_intervals(a, 2, (bp_assign_kind)99, NULL, off, &r, &e) == BP_ERR_USAGE);
+    CHECK(bp_assign_intervals(a, 2, BP_ASSIGN_NAIVE, NULL, NULL, &r, &e) == BP_ERR_USAGE);
+}
+
+int main(void)
+{
+    test_small_cases();
+    test_bad_input();
+    test_checker();
+    test_random();
+    return check_status();
+}

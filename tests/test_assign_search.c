@@ -1,0 +1,135 @@
+/* search against brute force: on thousands of random instances of up to 7
+ * buffers, search's arena equals the optimum found by trying every offset
+ * of every buffer (branch and bound on the arena only), and search says it
+ * is optimal.  Also: capacity mode (fits / does not fit) against the same
+ * optimum, determinism, and the time limit returning a verified packing. */
+#include "bufplan.h"
+#include "check.h"
+
+#include <stdint.h>
+
+typedef unsigned long long ull;
+
+static int overlap_t(const bp_interval *a, const bp_interval *b)
+{
+    return a->size && b->size && a->lower < b->upper && b->lower < a->upper;
+}
+
+/* Exhaustive: every offset (multiple of the alignment) for every buffer,
+ * cut only when the arena can no longer beat the best found. */
+static void brute(const bp_interval *iv, size_t n, size_t i, uint64_t *off, uint64_t cur, uint64_t *best)
+{
+    if (cur >= *best) return;
+    if (i == n) { *best = cur; return; }
+    if (!iv[i].size) { off[i] = 0; brute(iv, n, i + 1, off, cur, best); return; }
+    uint64_t al = iv[i].alignment > 1 ? iv[i].alignment : 1;
+    for (uint64_t o = 0; o + iv[i].size < *best; o += al) {
+        int ok = 1;
+        for (size_t j = 0; j < i && ok; j++)
+            if (overlap_t(&iv[i], &iv[j]) && o < off[j] + iv[j].size && off[j] < o + iv[i].size) ok = 0;
+        if (!ok) continue;
+        off[i] = o;
+        uint64_t c2 = o + iv[i].size > cur ? o + iv[i].size : cur;
+        brute(iv, n, i + 1, off, c2, best);
+    }
+}
+
+static void test_brute_force(void)
+{
+    ull seed = 2024;
+    bp_interval iv[7];
+    uint64_t off[7], boff[7];
+    int n_opt = 0, n_gap = 0;
+    for (int round = 0; round < 3000; round++) {
+        size_t n = 1 + test_rand(&seed) % 7;
+        int64_t span = 2 + (int64_t)(test_rand(&seed) % 8);
+        for (size_t i = 0; i < n; i++) {
+            int64_t lo = (int64_t)(test_rand(&seed) % (ull)span);
+            int64_t len = 1 + (int64_t)(test_rand(&seed) % (ull)span);
+            iv[i].lower = lo;
+            iv[i].upper = lo + len;
+            iv[i].size = 1 + test_rand(&seed) % 5;
+            if (test_rand(&seed) % 12 == 0) iv[i].size = 0;
+            iv[i].alignment = round % 3 == 0 ? 1ull << (test_rand(&seed) % 3) : 0;
+            iv[i].fixed_offset = BP_NO_OFFSET;
+        }
+        uint64_t sum = 1;
+        for (size_t i = 0; i < n; i++) sum += iv[i].size + 4;
+        uint64_t best = sum * 2;
+        brute(iv, n, 0, boff, 0, &best);
+        bp_assign_options o;
+        bp_assign_options_init(&o);
+        o.time_limit = 20;
+        bp_assign_result r;
+        bp_error e;
+        CHECK_OK(bp_assign_intervals(iv, n, BP_ASSIGN_SEARCH, &o, off, &r, &e), e);
+        CHECK_OK(bp_intervals_check(iv, n, off, r.arena_bytes, &e), e);
+        CHECK_MSG(r.arena_bytes == best, "round %d: search %llu, brute force %llu", round, (ull)r.arena_bytes, (ull)best);
+        CHECK_MSG(r.optimal, "round %d: optimum %llu not proven", round, (ull)best);
+        CHECK(r.lower_bound == r.arena_bytes);
+        if (r.arena_bytes > bp_intervals_max_live(iv, n)) n_gap++;
+        n_opt++;
+        /* capacity mode: fits at the optimum, does not fit one below */
+        if (best > 0) {
+            o.capacity = best;
+            CHECK_OK(bp_assign_intervals(iv, n, BP_ASSIGN_SEARCH, &o, off, &r, &e), e);
+            CHECK_MSG(r.fits == 1 && r.arena_bytes <= best, "round %d: capacity %llu fits=%d", round, (ull)best, r.fits);
+            CHECK_OK(bp_intervals_check(iv, n, off, best, &e), e);
+            if (best > 1) {
+                o.capacity = best - 1;
+                CHECK_OK(bp_assign_intervals(iv, n, BP_ASSIGN_SEARCH, &o, off, &r, &e), e);
+                CHECK_MSG(r.fits == 0, "round %d: capacity %llu fits=%d", round, (ull)(best - 1), r.fits);
+            }
+        }
+    }
+    /* the instances must include ones where max-live is not reachable */
+    CHECK(n_opt == 3000 && n_gap > 50);
+    fprintf(stderr, "%d instances, %d with optimum above max-live\n", n_opt, n_gap);
+}
+
+/* Same input, same answer; a tiny time limit still returns a valid packing. */
+static void test_deterministic_and_limit(void)
+{
+    ull seed = 99;
+    enum { N = 300 };
+    bp_interval *iv = calloc(N, sizeof *iv);
+    uint64_t *a = calloc(N, sizeof *a), *b = calloc(N, sizeof *b);
+    for (size_t i = 0; i < N; i++) {
+        int64_t lo = (int64_t)(test_rand(&seed) % 200);
+        iv[i].lower = lo;
+        iv[i].upper = lo + 1 + (int64_t)(test_rand(&seed) % 40);
+        iv[i].size = 1024 * (1 + test_rand(&seed) % 64);
+        iv[i].fixed_offset = BP_NO_OFFSET;
+    }
+    bp_assign_options o;
+    bp_assign_options_init(&o);
+    o.time_limit = 0.2;
+    bp_assign_result r1, r2;
+    bp_error e;
+    CHECK_OK(bp_assign_intervals(iv, N, BP_ASSIGN_SEARCH, &o, a, &r1, &e), e);
+    CHECK_OK(bp_intervals_check(iv, N, a, r1.arena_bytes, &e), e);
+    CHECK(r1.arena_bytes >= r1.lower_bound && r1.lower_bound >= bp_intervals_max_live(iv, N));
+    /* a node-count-identical rerun: the time limit may cut the two runs at
+     * different nodes, so compare runs that finish (generous limit) */
+    o.time_limit = 30;
+    CHECK_OK(bp_assign_intervals(iv, N, BP_ASSIGN_SEARCH, &o, a, &r1, &e), e);
+    CHECK_OK(bp_assign_intervals(iv, N, BP_ASSIGN_SEARCH, &o, b, &r2, &e), e);
+    if (r1.optimal && r2.optimal) {
+        CHECK(r1.arena_bytes == r2.arena_bytes && r1.nodes == r2.nodes);
+        CHECK(memcmp(a, b, N * sizeof *a) == 0);
+    }
+    /* pre-placed intervals: search keeps them (bestfit's answer) */
+    iv[0].fixed_offset = 0;
+    iv[1].fixed_offset = 1u << 20;
+    CHECK_OK(bp_assign_intervals(iv, N, BP_ASSIGN_SEARCH, &o, a, &r1, &e), e);
+    CHECK(a[0] == 0 && a[1] == 1u << 20);
+    CHECK_OK(bp_intervals_check(iv, N, a, r1.arena_bytes, &e), e);
+    free(iv); free(a); free(b);
+}
+
+int main(void)
+{
+    test_brute_force();
+    test_deterministic_and_limit();
+    return check_status();
+}

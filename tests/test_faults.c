@@ -1,0 +1,249 @@
+/* Allocation-failure injection through the public API: a bp_allocator that
+ * fails its k-th allocation, for every k a pipeline reaches (read a graph
+ * -> finalize -> plan with several strategies -> verify -> write the plan ->
+ * read it back -> verify; ONNX import; MiniMalloc CSV; generators).  At
+ * each k the pipeline must stop with BP_ERR_NOMEM (never another status,
+ * never a crash) and, once everything is freed, the allocator must hold no
+ * bytes: every allocation freed once, with the size it was made with.
+ * (LeakSanitizer would also see a leak; the ledger here also catches frees
+ * through the wrong allocator or with a wrong size.) */
+#define _GNU_SOURCE
+#include <bufplan.h>
+#include <bufplan_limits.h>
+#include "check.h"
+
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fa {
+    unsigned long calls, fail_at;   /* fail the fail_at-th call (1-based); 0 = never */
+    unsigned long failed;           /* 1 once the fault was injected */
+    long live_blocks;
+    long long live_bytes;
+    int bad_free;
+} fa;
+
+typedef struct fa_hdr { size_t size; uint64_t magic; } fa_hdr;
+#define FA_MAGIC UINT64_C(0xfa17fa17fa17fa17)
+
+static bool fa_fail(fa *f)
+{
+    f->calls++;
+    if (f->fail_at && f->calls == f->fail_at) { f->failed = 1; return true; }
+    return false;
+}
+
+static void *fa_alloc(void *ctx, size_t n)
+{
+    fa *f = ctx;
+    if (fa_fail(f) || n > SIZE_MAX - sizeof(fa_hdr)) return NULL;
+    fa_hdr *h = malloc(sizeof *h + n);
+    if (!h) return NULL;
+    h->size = n;
+    h->magic = FA_MAGIC;
+    f->live_blocks++;
+    f->live_bytes += (long long)n;
+    return h + 1;
+}
+
+static void fa_free(void *ctx, void *p, size_t n)
+{
+    fa *f = ctx;
+    if (!p) return;
+    fa_hdr *h = (fa_hdr *)p - 1;
+    if (h->magic != FA_MAGIC || h->size != n) {
+        if (!f->bad_free) fprintf(stderr, "test_faults: free of %zu bytes, allocated %zu (magic %s)\n", n, h->size,
+                                  h->magic == FA_MAGIC ? "ok" : "BAD");
+        f->bad_free = 1;
+    }
+    h->magic = 0;
+    f->live_blocks--;
+    f->live_bytes -= (long long)h->size;
+    free(h);
+}
+
+static void *fa_realloc(void *ctx, void *p, size_t o, size_t n)
+{
+    fa *f = ctx;
+    if (fa_fail(f) || n > SIZE_MAX - sizeof(fa_hdr)) return NULL;
+    fa_hdr *h = (fa_hdr *)p - 1;
+    if (h->magic != FA_MAGIC || h->size != o) {
+        if (!f->bad_free) fprintf(stderr, "test_faults: realloc from %zu bytes, allocated %zu\n", o, h->size);
+        f->bad_free = 1;
+    }
+    fa_hdr *q = realloc(h, sizeof *q + n);
+    if (!q) return NULL;
+    f->live_bytes += (long long)n - (long long)q->size;
+    q->size = n;
+    return q + 1;
+}
+
+/* A pipeline returns the first status that is not BP_OK (or BP_OK). */
+typedef bp_status (*pipeline)(const bp_allocator *a, bp_error *err);
+
+static const char graph_text[] =
+    "{\"format\": \"bufplan-graph\", \"version\": 1, \"name\": \"f\",\n"
+    " \"tensors\": [{\"name\": \"x\", \"shape\": [1, 8], \"dtype\": \"f32\"}, {\"name\": \"w\", \"bytes\": 64},\n"
+    "  {\"name\": \"a\", \"shape\": [\"N\", 8], \"dtype\": \"f32\"}, {\"name\": \"b\", \"bytes\": 32},\n"
+    "  {\"name\": \"c\", \"bytes\": 32, \"view_of\": \"b\"}, {\"name\": \"d\", \"bytes\": 32}, {\"name\": \"e\", \"bytes\": 96}],\n"
+    " \"ops\": [{\"name\": \"mm\", \"type\": \"MatMul\", \"inputs\": [\"x\", \"w\"], \"outputs\": [\"b\"], \"cost\": 2},\n"
+    "  {\"name\": \"dyn\", \"type\": \"Shape\", \"inputs\": [\"x\"], \"outputs\": [\"a\"]},\n"
+    "  {\"name\": \"v\", \"type\": \"Reshape\", \"inputs\": [\"b\"], \"outputs\": [\"c\"]},\n"
+    "  {\"name\": \"r\", \"type\": \"Relu\", \"inputs\": [\"c\"], \"outputs\": [\"d\"], \"inplace\": {\"d\": \"c\"}},\n"
+    "  {\"name\": \"cat\", \"type\": \"Concat\", \"inputs\": [\"d\", \"a\", \"x\"], \"outputs\": [\"e\"]}],\n"
+    " \"inputs\": [\"x\"], \"weights\": [\"w\"], \"outputs\": [\"e\"]}\n";
+
+static bp_status pl_graph(const bp_allocator *a, bp_error *err)
+{
+    bp_graph *g = NULL;
+    bp_status s = bp_graph_parse_json(graph_text, strlen(graph_text), "f.json", a, &g, err);
+    if (s) return s;
+    static const bp_sched_kind sk[] = {BP_SCHED_KAHN, BP_SCHED_DFS, BP_SCHED_SEED, BP_SCHED_BEST, BP_SCHED_LIST};
+    static const bp_assign_kind ak[] = {BP_ASSIGN_BESTFIT, BP_ASSIGN_COLOR, BP_ASSIGN_NAIVE, BP_ASSIGN_SEARCH, BP_ASSIGN_BESTFIT};
+    for (size_t i = 0; i < sizeof sk / sizeof sk[0] && !s; i++) {
+        bp_plan_options o;
+        bp_plan_options_init(&o);
+        o.sched = sk[i];
+        o.assign = ak[i];
+        o.time_limit = 0.5;
+        bp_plan *p = NULL;
+        s = bp_plan_graph(g, &o, &p, err);
+        if (!s) s = bp_verify(g, p, err);
+        if (!s && i == 0) {
+            char *buf = NULL;
+            size_t len = 0;
+            FILE *f = open_memstream(&buf, &len);
+            s = f ? bp_plan_write_json_file(p, g, f, err) : BP_ERR_IO;
+            if (f) fclose(f);
+            bp_plan *q = NULL;
+            if (!s) s = bp_plan_parse_json(g, buf, len, "f.plan.json", &q, err);
+            if (!s) s = bp_verify(g, q, err);
+            bp_plan_free(q);
+            free(buf);
+        }
+        bp_plan_free(p);
+    }
+    if (!s) s = bp_graph_bind_dim(g, "N", 3, err);
+    if (!s) s = bp_graph_append_backward(g, err);
+    bp_graph_free(g);
+    return s;
+}
+
+static bp_status pl_gen(const bp_allocator *a, bp_error *err)
+{
+    /* two generators keep the sweep (quadratic in its length) short */
+    static const char *const kinds[] = {"diamond", "transformer", NULL};
+    bp_status s = BP_OK;
+    for (int k = 0; kinds[k] && !s; k++) {
+        bp_gen_options o;
+        bp_gen_options_init(&o);
+        o.layers = 2; o.width = 64; o.nodes = 5; o.seq = 4;
+        bp_graph *g = NULL;
+        s = bp_gen(kinds[k], &o, a, &g, err);
+        if (!s) {
+            bp_plan *p = NULL;
+            s = bp_plan_graph(g, NULL, &p, err);
+            bp_plan_free(p);
+        }
+        bp_graph_free(g);
+    }
+    return s;
+}
+
+static const char csv_text[] = "id,lower,upper,size,alignment\na,0,2,4,\nb,1,3,8,4\nc,2,4,4,\n\"d x\",0,5,16,16\n";
+
+static bp_status pl_csv(const bp_allocator *a, bp_error *err)
+{
+    bp_instance *inst = NULL;
+    bp_status s = bp_instance_parse_csv(csv_text, strlen(csv_text), "f.csv", a, &inst, err);
+    if (s) return s;
+    bp_instance_free(inst);
+    return BP_OK;
+}
+
+static unsigned char *onnx_data;
+static size_t onnx_len;
+
+static bp_status pl_onnx(const bp_allocator *a, bp_error *err)
+{
+    bp_graph *g = NULL;
+    FILE *devnull = fopen("/dev/null", "w");
+    bp_onnx_options o;
+    bp_onnx_options_init(&o);
+    o.warnings = devnull;
+    bp_status s = bp_onnx_parse(onnx_data, onnx_len, "f.onnx", &o, a, &g, NULL, err);
+    if (devnull) fclose(devnull);
+    if (!s) {
+        bp_plan *p = NULL;
+        s = bp_plan_graph(g, NULL, &p, err);
+        if (!s) s = bp_verify(g, p, err);
+        bp_plan_free(p);
+    }
+    bp_graph_free(g);
+    return s;
+}
+
+/* Runs p with the k-th allocation failing for k = 1, 2, ... until a run
+ * sees no fault; returns the number of failure points tested. */
+static unsigned long sweep(const char *name, pipeline p)
+{
+    fa f0 = {0};
+    bp_allocator a0 = {fa_alloc, fa_realloc, fa_free, &f0};
+    bp_error err = {0};
+    bp_status s = p(&a0, &err);
+    CHECK_MSG(s == BP_OK, "%s: without faults: %s", name, err.msg);
+    CHECK(f0.live_bytes == 0 && f0.live_blocks == 0 && !f0.bad_free);
+    unsigned long n = f0.calls, bad = 0;
+    for (unsigned long k = 1; k <= n + 1; k++) {
+        fa f = {.fail_at = k};
+        bp_allocator a = {fa_alloc, fa_realloc, fa_free, &f};
+        memset(&err, 0, sizeof err);
+        s = p(&a, &err);
+        if (f.failed) {
+            /* BP_OK is a clean outcome too: the code fell back (the
+             * pipelines verify every plan they make) */
+            if (s != BP_ERR_NOMEM && s != BP_OK && bad++ < 5)
+                CHECK_MSG(s == BP_ERR_NOMEM, "%s: allocation %lu failed, status %d: %s", name, k, (int)s, err.msg);
+            else if (s == BP_ERR_NOMEM && !err.msg[0])
+                CHECK_MSG(0, "%s: allocation %lu: BP_ERR_NOMEM without a message", name, k);
+        } else {
+            CHECK_MSG(s == BP_OK, "%s: no fault at %lu but status %d: %s", name, k, (int)s, err.msg);
+        }
+        if (f.live_bytes || f.live_blocks || f.bad_free) {
+            CHECK_MSG(0, "%s: allocation %lu failed: %lld bytes in %ld blocks left%s", name, k, f.live_bytes, f.live_blocks,
+                      f.bad_free ? ", bad free" : "");
+            break;
+        }
+    }
+    if (bad > 0) CHECK_MSG(0, "%s: %lu failure points gave another status than BP_ERR_NOMEM", name, bad);
+    printf("%-6s %6lu allocation-failure points tested\n", name, n);
+    return n;
+}
+
+static void load_onnx(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/onnx/onnx-backend-light/light_bvlc_alexnet.onnx", test_data_dir());
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    onnx_data = malloc(1 << 20);
+    REQUIRE(onnx_data);
+    onnx_len = fread(onnx_data, 1, 1 << 20, f);
+    fclose(f);
+}
+
+int main(void)
+{
+    unsigned long total = 0;
+    total += sweep("graph", pl_graph);
+    total += sweep("gen", pl_gen);
+    total += sweep("csv", pl_csv);
+    load_onnx();
+    if (onnx_data && bp_onnx_available()) total += sweep("onnx", pl_onnx);
+    else fprintf(stderr, "test_faults: no ONNX model or no ONNX support, skipping the ONNX sweep\n");
+    free(onnx_data);
+    printf("total  %6lu allocation-failure points tested\n", total);
+    return check_status();
+}

@@ -1,0 +1,601 @@
+/* Pool tests: a randomized shadow model (every live block disjoint, aligned,
+ * inside the pool, its bytes intact when freed), borrow/return and the seed's
+ * fragmentation bug, merging, exhaustion, the arena, a device-like backend
+ * whose memory the pool must never touch, bad arguments, stats consistency.
+ * BP_POOL_SEED_BUG=1 in the environment re-enables the seed's bug for the
+ * checks that must fail with it. */
+#define _DEFAULT_SOURCE
+#include "bufplan.h"
+#include "check.h"
+#include "pool_internal.h"
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#define MiB (UINT64_C(1) << 20)
+#define KiB (UINT64_C(1) << 10)
+
+static int env_seed_bug(void)
+{
+    const char *e = getenv("BP_POOL_SEED_BUG");
+    return e && *e && *e != '0';
+}
+
+/* A host allocator that counts live bytes, to check the pool frees all its
+ * metadata and allocates none while an arena tensor is bound. */
+typedef struct { long long live, calls; } count_ctx;
+static void *cnt_alloc(void *c, size_t n) { ((count_ctx *)c)->live += (long long)n; ((count_ctx *)c)->calls++; return malloc(n ? n : 1); }
+static void *cnt_realloc(void *c, void *p, size_t o, size_t n)
+{
+    ((count_ctx *)c)->live += (long long)n - (long long)o;
+    ((count_ctx *)c)->calls++;
+    return realloc(p, n ? n : 1);
+}
+static void cnt_free(void *c, void *p, size_t n) { if (p) ((count_ctx *)c)->live -= (long long)n; free(p); }
+
+/* ---------------------------------------------------------- shadow model */
+
+typedef struct { unsigned char *p; uint64_t req, size; unsigned tag; } live_t;
+
+static unsigned char pat(unsigned tag, uint64_t i) { return (unsigned char)(tag * 31u + i * 7u + (i >> 8)); }
+
+static void fill(unsigned char *p, uint64_t n, unsigned tag)
+{
+    /* head, tail and the middle: enough to catch overlap and stray writes
+     * without touching every page of large blocks */
+    uint64_t k = n < 128 ? n : 128;
+    for (uint64_t i = 0; i < k; i++) p[i] = pat(tag, i);
+    for (uint64_t i = n - k; i < n; i++) p[i] = pat(tag, i);
+    p[n / 2] = pat(tag, n / 2);
+}
+
+static int intact(const unsigned char *p, uint64_t n, unsigned tag)
+{
+    uint64_t k = n < 128 ? n : 128;
+    for (uint64_t i = 0; i < k; i++)
+        if (p[i] != pat(tag, i)) return 0;
+    for (uint64_t i = n - k; i < n; i++)
+        if (p[i] != pat(tag, i)) return 0;
+    return p[n / 2] == pat(tag, n / 2);
+}
+
+static uint64_t rand_size(unsigned long long *s)
+{
+    uint64_t r = test_rand(s) % 100;
+    if (r < 60) return 1 + test_rand(s) % (64 * KiB);          /* small tensors */
+    if (r < 90) return 64 * KiB + test_rand(s) % (2 * MiB);    /* medium */
+    if (r < 98) return 2 * MiB + test_rand(s) % (14 * MiB);    /* large */
+    return 64 * MiB + test_rand(s) % (16 * MiB);               /* the open class */
+}
+
+static void shadow_run(uint64_t alignment, uint32_t compact_interval, int nops, unsigned long long seed)
+{
+    bp_error err = {0};
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.alignment = alignment;
+    o.compact_interval = compact_interval;
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(&o, &p, &err), err);
+    REQUIRE(p);
+    enum { MAXLIVE = 96 };
+    live_t live[MAXLIVE];
+    int n = 0;
+    unsigned tag = 1;
+    uint64_t live_bytes = 0;
+    for (int op = 0; op < nops; op++) {
+        int do_alloc = n == 0 || (n < MAXLIVE && test_rand(&seed) % 100 < 55);
+        if (do_alloc) {
+            uint64_t req = rand_size(&seed);
+            void *ptr = NULL;
+            CHECK_OK(bp_pool_alloc(p, req, &ptr, &err), err);
+            if (!ptr) continue;
+            uint64_t size = bp_pool_block_bytes(p, ptr);
+            uint64_t q = alignment > 256 ? alignment : 256;
+            CHECK_MSG(((uintptr_t)ptr & (alignment - 1)) == 0, "%p not aligned to %" PRIu64, ptr, alignment);
+            CHECK_MSG(size >= req && size % q == 0 && size - req < q, "req %" PRIu64 " got %" PRIu64, req, size);
+            for (int j = 0; j < n; j++) {
+                uintptr_t a = (uintptr_t)ptr, b = (uintptr_t)live[j].p;
+                CHECK_MSG(a + size <= b || b + live[j].size <= a, "blocks overlap: %p+%" PRIu64 " and %p+%" PRIu64,
+                          ptr, size, (void *)live[j].p, live[j].size);
+            }
+            live[n] = (live_t){ptr, req, size, tag++};
+            fill(live[n].p, req, live[n].tag);
+            live_bytes += size;
+            n++;
+        } else {
+            int j = (int)(test_rand(&seed) % (unsigned)n);
+            CHECK_MSG(intact(live[j].p, live[j].req, live[j].tag), "block %p (%" PRIu64 " bytes) was overwritten",
+                      (void *)live[j].p, live[j].req);
+            CHECK_OK(bp_pool_dealloc(p, live[j].p, &err), err);
+            live_bytes -= live[j].size;
+            live[j] = live[--n];
+        }
+        if (op % 5000 == 4999) {
+            CHECK_OK(bp__pool_check(p, 1, &err), err);
+            bp_pool_stats s;
+            bp_pool_get_stats(p, &s);
+            CHECK(s.in_use_bytes == live_bytes);
+            CHECK(s.n_live_blocks == (uint64_t)n);
+            CHECK(s.in_use_bytes + s.free_bytes <= s.reserved_bytes);
+            CHECK(s.peak_in_use_bytes >= s.in_use_bytes && s.peak_reserved_bytes >= s.reserved_bytes);
+            CHECK(s.largest_free_bytes <= s.free_bytes);
+            CHECK(s.fragmentation >= 0.0 && s.fragmentation < 1.0);
+        }
+    }
+    while (n > 0) {
+        n--;
+        CHECK(intact(live[n].p, live[n].req, live[n].tag));
+        CHECK_OK(bp_pool_dealloc(p, live[n].p, &err), err);
+    }
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    CHECK(s.in_use_bytes == 0 && s.n_live_blocks == 0);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_compact(p);
+    bp_pool_get_stats(p, &s);
+    /* everything merged: one free block per chunk */
+    CHECK_MSG(s.n_free_blocks == s.n_chunks, "%" PRIu64 " free blocks in %" PRIu64 " chunks", s.n_free_blocks,
+              s.n_chunks);
+    uint64_t rel = bp_pool_trim(p);
+    bp_pool_stats t;
+    bp_pool_get_stats(p, &t);
+    CHECK(rel == s.reserved_bytes && t.reserved_bytes == 0 && t.n_chunks == 0);
+    CHECK(t.os_calls == s.os_calls + s.n_chunks);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    /* the pool still works after a trim */
+    void *x = NULL;
+    CHECK_OK(bp_pool_alloc(p, 1000, &x, &err), err);
+    CHECK_OK(bp_pool_dealloc(p, x, &err), err);
+    bp_pool_free(p);
+}
+
+/* ------------------------------------------------------------ the rules */
+
+static void test_classes(void)
+{
+    CHECK(bp_pool_class_of(0) == 0 && bp_pool_class_of(1) == 0 && bp_pool_class_of(256) == 0);
+    CHECK(bp_pool_class_of(257) == 1);
+    CHECK(bp_pool_class_min(10) == 256 * KiB && bp_pool_class_min(11) == MiB && bp_pool_class_min(14) == 64 * MiB);
+    CHECK(bp_pool_class_min(BP_POOL_N_CLASSES) == UINT64_MAX);
+    for (int k = 0; k < BP_POOL_N_CLASSES; k++) {
+        uint64_t lo = bp_pool_class_min(k), hi = bp_pool_class_min(k + 1);
+        CHECK(lo < hi);
+        CHECK(bp_pool_class_of(lo) == k);
+        CHECK(bp_pool_class_of(hi - 256) == k);
+        if (k + 1 < BP_POOL_N_CLASSES) CHECK(bp_pool_class_of(hi) == k + 1);
+    }
+    CHECK(bp_pool_class_of(UINT64_MAX / 2) == BP_POOL_N_CLASSES - 1);
+}
+
+static void test_bad_args(void)
+{
+    bp_error err = {0};
+    bp_pool_options o;
+    bp_pool *p = (bp_pool *)1;
+    bp_pool_options_init(&o);
+    o.alignment = 0;
+    CHECK(bp_pool_new(&o, &p, &err) == BP_ERR_USAGE && p == NULL && strstr(err.msg, "alignment"));
+    o.alignment = 384;
+    CHECK(bp_pool_new(&o, &p, &err) == BP_ERR_USAGE && strstr(err.msg, "384"));
+    o.alignment = 256;
+    bp_pool_backend bad = {"broken", NULL, NULL, NULL, 0, 0, 0};
+    o.backend = &bad;
+    CHECK(bp_pool_new(&o, &p, &err) == BP_ERR_USAGE && strstr(err.msg, "broken"));
+    bp_pool_backend_mmap(&bad);
+    bad.granularity = 3000;
+    CHECK(bp_pool_new(&o, &p, &err) == BP_ERR_USAGE);
+    CHECK(bp_pool_new(NULL, NULL, &err) == BP_ERR_USAGE);
+    CHECK(bp_pool_new_arena(10, NULL, NULL, &err) == BP_ERR_USAGE);
+
+    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+    void *x = (void *)1;
+    CHECK(bp_pool_alloc(NULL, 10, &x, &err) == BP_ERR_USAGE && x == NULL);
+    CHECK(bp_pool_alloc(p, 10, NULL, &err) == BP_ERR_USAGE);
+    CHECK(bp_pool_alloc(p, UINT64_MAX, &x, &err) == BP_ERR_EXHAUSTED && x == NULL);
+    CHECK(bp_pool_dealloc(p, NULL, &err) == BP_OK);
+    int local;
+    CHECK(bp_pool_dealloc(p, &local, &err) == BP_ERR_USAGE && strstr(err.msg, "not a live block"));
+    CHECK_OK(bp_pool_alloc(p, 4096, &x, &err), err);
+    CHECK(bp_pool_dealloc(p, (char *)x + 256, &err) == BP_ERR_USAGE); /* interior */
+    CHECK(bp_pool_dealloc(p, (char *)x + 1, &err) == BP_ERR_USAGE);
+    CHECK(bp_pool_block_bytes(p, (char *)x + 256) == 0);
+    CHECK_OK(bp_pool_dealloc(p, x, &err), err);
+    CHECK(bp_pool_dealloc(p, x, &err) == BP_ERR_USAGE);              /* double free */
+    CHECK(bp_pool_block_bytes(p, x) == 0);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    void *y;
+    CHECK(bp_pool_arena_bind(p, 0, 1, &y, &err) == BP_ERR_USAGE);      /* no arena */
+    CHECK(bp_pool_arena_bind(p, 0, 0, &y, &err) == BP_OK && y == NULL);
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    CHECK(s.failures == 1 && s.n_allocs == 1 && s.n_deallocs == 1);
+    bp_pool_free(p);
+    bp_pool_free(NULL);
+    bp_pool_get_stats(NULL, &s);
+    CHECK(s.reserved_bytes == 0);
+}
+
+/* A borrowed piece must go back to the class it came from, so that merging
+ * heals the large block it was cut from.  With the seed's bug (the piece goes
+ * to the class it served) the 5 MiB block can never be whole again and the
+ * pool must grow: an OS call after warm-up. */
+static int borrow_scenario(int seed_bug, uint64_t *os_calls_after, uint64_t *borrows)
+{
+    bp_error err = {0};
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.compact_interval = 0; /* merge only when the pool would grow */
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(&o, &p, &err), err);
+    REQUIRE(p);
+    bp__pool_set_seed_bug(p, seed_bug);
+    void *big = NULL, *small = NULL;
+    CHECK_OK(bp_pool_alloc(p, 5 * MiB, &big, &err), err);
+    CHECK_OK(bp_pool_dealloc(p, big, &err), err);
+    bp_pool_stats s0, s1;
+    bp_pool_get_stats(p, &s0);
+    for (int i = 0; i < 20; i++) {
+        CHECK_OK(bp_pool_alloc(p, 300 * KiB, &small, &err), err);   /* class 256 KiB: empty -> borrows */
+        CHECK_OK(bp_pool_alloc(p, 5 * MiB - 512 * KiB, &big, &err), err);
+        CHECK_OK(bp_pool_dealloc(p, small, &err), err);
+        CHECK_OK(bp_pool_dealloc(p, big, &err), err);
+        CHECK_OK(bp_pool_alloc(p, 5 * MiB, &big, &err), err);     /* needs the whole block again */
+        CHECK_OK(bp_pool_dealloc(p, big, &err), err);
+    }
+    bp_pool_get_stats(p, &s1);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    *os_calls_after = s1.os_calls - s0.os_calls;
+    *borrows = s1.borrows;
+    bp_pool_free(p);
+    return 0;
+}
+
+static void test_borrow_return(void)
+{
+    uint64_t calls, borrows;
+    borrow_scenario(env_seed_bug(), &calls, &borrows);
+    CHECK_MSG(calls == 0, "%" PRIu64 " OS calls after warm-up: a borrowed block did not return to its class", calls);
+    CHECK(borrows >= 1);
+    /* the check above is sensitive: with the seed's bug it must see growth */
+    borrow_scenario(1, &calls, &borrows);
+    CHECK_MSG(calls > 0, "the seed's bug went unnoticed");
+}
+
+/* Fragmentation must not drift: over a long random workload of mixed sizes
+ * with a bounded live set, the overhead (bytes reserved per byte of peak
+ * demand) must not grow after warm-up.  Returns the overhead at the end
+ * divided by the overhead at op 10k. */
+static double drift_run(int seed_bug, int nops, double *frag_early, double *frag_late)
+{
+    bp_error err = {0};
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.compact_interval = 1024;
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(&o, &p, &err), err);
+    REQUIRE(p);
+    bp__pool_set_seed_bug(p, seed_bug);
+    enum { LIVE = 64 };
+    void *ptr[LIVE] = {0};
+    unsigned long long rs = 42;
+    uint64_t early = 0;
+    bp_pool_stats s;
+    for (int op = 0; op < nops; op++) {
+        int j = (int)(test_rand(&rs) % LIVE);
+        if (ptr[j]) {
+            CHECK_OK(bp_pool_dealloc(p, ptr[j], &err), err);
+            ptr[j] = NULL;
+        } else {
+            /* sizes across the classes, biased to the class boundaries the
+             * borrowing crosses */
+            uint64_t k = test_rand(&rs) % 13;
+            uint64_t lo = bp_pool_class_min((int)k), size = lo + test_rand(&rs) % (lo * 2);
+            CHECK_OK(bp_pool_alloc(p, size, &ptr[j], &err), err);
+        }
+        if (op == 10000 || op % 50000 == 0) {
+            bp_pool_get_stats(p, &s);
+            if (op == 10000) { early = s.reserved_bytes * 1000 / s.peak_in_use_bytes; *frag_early = s.fragmentation; }
+            printf("  op %d: reserved %.1f MiB, peak in use %.1f MiB, in use %.1f, fragmentation %.3f, borrows %llu\n", op,
+                   s.reserved_bytes / 1048576.0, s.peak_in_use_bytes / 1048576.0, s.in_use_bytes / 1048576.0,
+                   s.fragmentation, (unsigned long long)s.borrows);
+        }
+    }
+    bp_pool_get_stats(p, &s);
+    *frag_late = s.fragmentation;
+    for (int j = 0; j < LIVE; j++) CHECK_OK(bp_pool_dealloc(p, ptr[j], &err), err);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_free(p);
+    return (double)(s.reserved_bytes * 1000 / s.peak_in_use_bytes) / (double)early;
+}
+
+static void test_no_drift(void)
+{
+    double fe, fl;
+    double g = drift_run(env_seed_bug(), 200000, &fe, &fl);
+    printf("drift: overhead x%.3f from op 10k to 200k, fragmentation %.3f -> %.3f\n", g, fe, fl);
+    CHECK_MSG(g <= 1.05, "reserved bytes per byte of peak demand grew x%.3f after warm-up", g);
+    double gb = drift_run(1, 200000, &fe, &fl);
+    printf("drift with the seed's bug: overhead x%.3f, fragmentation %.3f -> %.3f\n", gb, fe, fl);
+    CHECK_MSG(gb > 1.05, "the seed's bug shows no drift (x%.3f)", gb);
+}
+
+static void test_merge(void)
+{
+    bp_error err = {0};
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.compact_interval = 100;
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(&o, &p, &err), err);
+    REQUIRE(p);
+    void *b[64];
+    /* 32 x 4 KiB: exactly the 128 KiB piece the 4 KiB class grows by */
+    for (int i = 0; i < 32; i++) CHECK_OK(bp_pool_alloc(p, 4 * KiB, &b[i], &err), err);
+    bp_pool_stats s0, s1;
+    bp_pool_get_stats(p, &s0);
+    CHECK(s0.n_chunks == 1 && s0.os_calls == 1);
+    /* consecutive blocks of one chunk, carved in order */
+    for (int i = 1; i < 32; i++) CHECK((char *)b[i] == (char *)b[i - 1] + 4 * KiB);
+    for (int i = 0; i < 32; i += 2) CHECK_OK(bp_pool_dealloc(p, b[i], &err), err);
+    bp_pool_compact(p);
+    bp_pool_get_stats(p, &s1);
+    CHECK(s1.merges == 0 && s1.n_free_blocks == 16); /* no two free neighbours yet */
+    for (int i = 1; i < 32; i += 2) CHECK_OK(bp_pool_dealloc(p, b[i], &err), err);
+    bp_pool_get_stats(p, &s1);
+    CHECK(s1.n_free_blocks == 32 && s1.fragmentation > 0.9);
+    bp_pool_compact(p);
+    bp_pool_get_stats(p, &s1);
+    CHECK_MSG(s1.n_free_blocks == 1, "%" PRIu64 " free blocks after merging", s1.n_free_blocks);
+    CHECK(s1.largest_free_bytes == s1.free_bytes && s1.fragmentation == 0.0);
+    CHECK(s1.merges == 31);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    /* the interval: 100 deallocs trigger a merge pass by themselves */
+    uint64_t passes = s1.compactions;
+    for (int r = 0; r < 3; r++) {
+        for (int i = 0; i < 50; i++) CHECK_OK(bp_pool_alloc(p, 256 + 64 * (uint64_t)i, &b[i], &err), err);
+        for (int i = 0; i < 50; i++) CHECK_OK(bp_pool_dealloc(p, b[i], &err), err);
+    }
+    bp_pool_get_stats(p, &s1);
+    CHECK_MSG(s1.compactions >= passes + 1, "compactions %" PRIu64 " -> %" PRIu64, passes, s1.compactions);
+    CHECK(s1.os_calls == 1);
+    bp_pool_free(p);
+}
+
+static void test_exhaustion(void)
+{
+    bp_error err = {0};
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.max_bytes = 4 * MiB;
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(&o, &p, &err), err);
+    REQUIRE(p);
+    void *b[64];
+    int n = 0;
+    bp_status st = BP_OK;
+    while (n < 64 && (st = bp_pool_alloc(p, 300000, &b[n], &err)) == BP_OK) n++;
+    CHECK(st == BP_ERR_EXHAUSTED && n >= 10 && n < 64);
+    CHECK_MSG(strstr(err.msg, "300000") && strstr(err.msg, "reserved") && strstr(err.msg, "limit 4194304") &&
+              strstr(err.msg, "in use"), "%s", err.msg);
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    CHECK(s.reserved_bytes <= 4 * MiB && s.failures == 1);
+    CHECK(bp_pool_alloc(p, 8 * MiB, &b[n], &err) == BP_ERR_EXHAUSTED && b[n] == NULL);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    for (int i = 0; i < n; i++) CHECK_OK(bp_pool_dealloc(p, b[i], &err), err);
+    /* freed memory serves a larger request after merging, without growth */
+    void *x = NULL;
+    CHECK_OK(bp_pool_alloc(p, 2 * MiB, &x, &err), err);
+    CHECK_OK(bp_pool_dealloc(p, x, &err), err);
+    bp_pool_free(p);
+
+    /* an arena above the limit */
+    CHECK(bp_pool_new_arena(8 * MiB, &o, &p, &err) == BP_ERR_EXHAUSTED && p == NULL && strstr(err.msg, "8388608"));
+}
+
+/* ------------------------------------------------- a device-like backend */
+
+/* Hands out pieces of a PROT_NONE region: the pool must never touch them
+ * (a touch is a crash).  Mimics cudaMalloc: 256-byte alignment, a budget. */
+typedef struct {
+    char *region;
+    size_t cap, used, budget_calls;
+    size_t live_bytes;
+    int reserves, releases;
+} fake_dev;
+
+static void *fake_reserve(void *ctx, size_t bytes)
+{
+    fake_dev *d = ctx;
+    d->reserves++;
+    if (d->budget_calls && (size_t)d->reserves > d->budget_calls) return NULL;
+    size_t at = (d->used + 255) & ~(size_t)255;
+    at += 256; /* never page-aligned, only 256-aligned */
+    if (at + bytes > d->cap) return NULL;
+    d->used = at + bytes;
+    d->live_bytes += bytes;
+    return d->region + at;
+}
+
+static void fake_release(void *ctx, void *base, size_t bytes)
+{
+    fake_dev *d = ctx;
+    (void)base;
+    d->releases++;
+    d->live_bytes -= bytes;
+}
+
+static void test_device_backend(void)
+{
+    fake_dev d = {0};
+    d.cap = 1024 * MiB;
+    d.region = mmap(NULL, d.cap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    REQUIRE(d.region != MAP_FAILED);
+    bp_pool_backend be = {"fakedev", fake_reserve, fake_release, &d, 2 * MiB, 256, 0};
+    bp_error err = {0};
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.backend = &be;
+    o.alignment = 4096; /* above what the device guarantees: the pool aligns */
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(&o, &p, &err), err);
+    REQUIRE(p);
+    unsigned long long rs = 7;
+    void *b[200] = {0};
+    for (int op = 0; op < 20000; op++) {
+        int j = (int)(test_rand(&rs) % 200);
+        if (b[j]) {
+            CHECK_OK(bp_pool_dealloc(p, b[j], &err), err);
+            b[j] = NULL;
+        } else {
+            CHECK_OK(bp_pool_alloc(p, rand_size(&rs) / 4, &b[j], &err), err);
+            CHECK(((uintptr_t)b[j] & 4095) == 0);
+            CHECK((char *)b[j] >= d.region && (char *)b[j] < d.region + d.cap);
+        }
+    }
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    CHECK(s.reserved_bytes == d.live_bytes && s.os_calls == (uint64_t)(d.reserves + d.releases));
+    for (int j = 0; j < 200; j++) CHECK_OK(bp_pool_dealloc(p, b[j], &err), err);
+    bp_pool_free(p);
+    CHECK(d.live_bytes == 0 && d.releases == d.reserves);
+
+    /* the device refuses: a clear status naming the backend, no abort */
+    fake_dev e = {0};
+    e.cap = d.cap;
+    e.region = d.region;
+    e.budget_calls = 1;
+    be.ctx = &e;
+    o.alignment = 256;
+    CHECK_OK(bp_pool_new_arena(3 * MiB, &o, &p, &err), err);
+    REQUIRE(p);
+    CHECK(((uintptr_t)bp_pool_arena_base(p) & 255) == 0);
+    void *x = NULL;
+    CHECK(bp_pool_alloc(p, MiB, &x, &err) == BP_ERR_EXHAUSTED && x == NULL);
+    CHECK_MSG(strstr(err.msg, "fakedev") && strstr(err.msg, "1048576") && strstr(err.msg, "refused"), "%s", err.msg);
+    bp_pool_free(p);
+    CHECK(e.live_bytes == 0);
+    munmap(d.region, d.cap);
+
+    /* the real CUDA backend: unsupported without CUDA or a GPU; usable with */
+    bp_pool_backend cb;
+    bp_status st = bp_pool_backend_cuda(0, &cb, &err);
+    if (st == BP_OK) {
+        CHECK(!cb.host_accessible && cb.reserve && cb.release);
+        o.backend = &cb;
+        CHECK_OK(bp_pool_new(&o, &p, &err), err);
+        if (p) {
+            CHECK_OK(bp_pool_alloc(p, MiB, &x, &err), err);
+            CHECK_OK(bp_pool_dealloc(p, x, &err), err);
+            bp_pool_free(p);
+        }
+    } else {
+        CHECK_MSG(st == BP_ERR_UNSUPPORTED && strstr(err.msg, "cuda"), "%d %s", (int)st, err.msg);
+    }
+    CHECK(bp_pool_backend_cuda(-1, &cb, &err) != BP_OK);
+}
+
+/* -------------------------------------------------------------- the arena */
+
+static void test_arena(void)
+{
+    count_ctx cc = {0, 0};
+    bp_allocator ca = {cnt_alloc, cnt_realloc, cnt_free, &cc};
+    bp_error err = {0};
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.alloc = &ca;
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new_arena(1000000, &o, &p, &err), err);
+    REQUIRE(p);
+    char *base = bp_pool_arena_base(p);
+    CHECK(base && ((uintptr_t)base & 255) == 0 && bp_pool_arena_bytes(p) == 1000000);
+    bp_pool_stats s0, s1;
+    bp_pool_get_stats(p, &s0);
+    CHECK(s0.reserved_bytes == 1000000 && s0.os_calls == 1 && s0.arena_bytes == 1000000 && s0.n_chunks == 1);
+    CHECK(s0.in_use_bytes == 0 && s0.free_bytes == 0);
+    long long calls = cc.calls;
+    /* binding is pointer arithmetic: no OS call, no host allocation */
+    for (int r = 0; r < 1000; r++) {
+        void *t = NULL;
+        uint64_t off = (uint64_t)(r * 997) % 999000;
+        CHECK_OK(bp_pool_arena_bind(p, off, 1000, &t, &err), err);
+        CHECK((char *)t == base + off);
+        memset(t, r & 0xff, 1000);
+    }
+    void *t;
+    CHECK_OK(bp_pool_arena_bind(p, 0, 1000000, &t, &err), err);
+    CHECK(bp_pool_arena_bind(p, 999999, 2, &t, &err) == BP_ERR_USAGE && t == NULL && strstr(err.msg, "1000000"));
+    CHECK(bp_pool_arena_bind(p, UINT64_MAX, 2, &t, &err) == BP_ERR_USAGE);
+    CHECK(bp_pool_arena_bind(p, 2, UINT64_MAX, &t, &err) == BP_ERR_USAGE);
+    CHECK(cc.calls == calls);
+    bp_pool_get_stats(p, &s1);
+    CHECK(s1.os_calls == 1 && s1.n_allocs == 0);
+    /* dynamic tensors next to the arena */
+    void *d = NULL;
+    CHECK_OK(bp_pool_alloc(p, 12345, &d, &err), err);
+    CHECK((char *)d + 12345 <= base || (char *)d >= base + 1000000);
+    CHECK(bp_pool_dealloc(p, base, &err) == BP_ERR_USAGE); /* arena memory is not a block */
+    CHECK_OK(bp_pool_dealloc(p, d, &err), err);
+    FILE *f = tmpfile();
+    if (f) {
+        bp_pool_stats_print(p, f);
+        long len = ftell(f);
+        rewind(f);
+        char buf[4096] = {0};
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        CHECK(len > 0 && got > 0 && strstr(buf, "reserved") && strstr(buf, "fragmentation") && strstr(buf, "arena"));
+        fclose(f);
+    }
+    bp_pool_free(p);
+    CHECK_MSG(cc.live == 0, "%lld bytes of host metadata leaked", cc.live);
+
+    CHECK_OK(bp_pool_new_arena(0, NULL, &p, &err), err);
+    CHECK(p && bp_pool_arena_base(p) == NULL);
+    CHECK_OK(bp_pool_arena_bind(p, 0, 0, &t, &err), err);
+    bp_pool_free(p);
+}
+
+/* A piece reserved up front serves every class by borrowing: no OS call. */
+static void test_reserve_up_front(void)
+{
+    bp_error err = {0};
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.reserve_bytes = 64 * MiB;
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(&o, &p, &err), err);
+    REQUIRE(p);
+    void *b[40];
+    for (int i = 0; i < 40; i++) CHECK_OK(bp_pool_alloc(p, (uint64_t)(i + 1) * 37 * KiB, &b[i], &err), err);
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    CHECK(s.os_calls == 1 && s.borrows == 40 && s.reserved_bytes == 64 * MiB);
+    for (int i = 0; i < 40; i++) CHECK_OK(bp_pool_dealloc(p, b[i], &err), err);
+    bp_pool_compact(p);
+    bp_pool_get_stats(p, &s);
+    CHECK(s.n_free_blocks == 1 && s.largest_free_bytes == 64 * MiB);
+    bp_pool_free(p);
+    o.max_bytes = MiB;
+    CHECK(bp_pool_new(&o, &p, &err) == BP_ERR_EXHAUSTED && p == NULL);
+}
+
+int main(void)
+{
+    test_classes();
+    test_bad_args();
+    test_borrow_return();
+    test_merge();
+    test_exhaustion();
+    test_arena();
+    test_reserve_up_front();
+    test_device_backend();
+    shadow_run(256, 4096, 60000, 1);
+    shadow_run(4096, 64, 30000, 2);
+    shadow_run(256, 0, 30000, 3);
+    test_no_drift();
+    return check_status();
+}

@@ -1,0 +1,162 @@
+/* Two-thread stress of the pool (meant for TSan too: build with
+ * -DBP_SANITIZE=thread).  Each thread allocates and frees random sizes across
+ * every class, fills each block with its own pattern and checks it when it is
+ * freed; a third of the blocks are handed to the other thread through a
+ * mutex-protected mailbox and freed there (cross-thread frees).  A small
+ * compaction interval and a byte limit force merging, borrowing and growth
+ * while the other thread is on the common path.  At the end the pool's
+ * invariants and counters must hold exactly. */
+#include "bufplan.h"
+#include "check.h"
+#include "pool_internal.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define NTHREADS 2
+#define MAILBOX 64
+
+typedef struct { unsigned char *p; uint64_t n; unsigned tag; } blk;
+
+typedef struct {
+    pthread_mutex_t mu;
+    blk box[NTHREADS][MAILBOX];   /* box[t]: blocks for thread t to free */
+    int nbox[NTHREADS];
+} mail_t;
+
+typedef struct {
+    bp_pool *pool;
+    mail_t *mail;
+    int id, ops;
+    atomic_int *fails;
+    long long exhausted;
+} arg_t;
+
+static unsigned char pat(unsigned tag, uint64_t i) { return (unsigned char)(tag * 13u + i * 5u); }
+
+static void fill(blk *b)
+{
+    uint64_t k = b->n < 64 ? b->n : 64;
+    for (uint64_t i = 0; i < k; i++) b->p[i] = pat(b->tag, i);
+    for (uint64_t i = b->n - k; i < b->n; i++) b->p[i] = pat(b->tag, i);
+}
+
+static int ok(const blk *b)
+{
+    uint64_t k = b->n < 64 ? b->n : 64;
+    for (uint64_t i = 0; i < k; i++)
+        if (b->p[i] != pat(b->tag, i)) return 0;
+    for (uint64_t i = b->n - k; i < b->n; i++)
+        if (b->p[i] != pat(b->tag, i)) return 0;
+    return 1;
+}
+
+static void release(arg_t *a, blk *b)
+{
+    bp_error err = {0};
+    if (!ok(b)) atomic_fetch_add(a->fails, 1);
+    if (bp_pool_dealloc(a->pool, b->p, &err) != BP_OK) {
+        fprintf(stderr, "thread %d: %s\n", a->id, err.msg);
+        atomic_fetch_add(a->fails, 1);
+    }
+}
+
+static void *worker(void *vp)
+{
+    arg_t *a = vp;
+    unsigned long long rs = 1000 + (unsigned long long)a->id;
+    enum { LIVE = 48 };
+    blk live[LIVE];
+    int n = 0;
+    unsigned tag = (unsigned)a->id << 24;
+    bp_error err = {0};
+    for (int op = 0; op < a->ops; op++) {
+        /* free what the other thread sent */
+        blk in[MAILBOX];
+        int nin;
+        pthread_mutex_lock(&a->mail->mu);
+        nin = a->mail->nbox[a->id];
+        for (int i = 0; i < nin; i++) in[i] = a->mail->box[a->id][i];
+        a->mail->nbox[a->id] = 0;
+        pthread_mutex_unlock(&a->mail->mu);
+        for (int i = 0; i < nin; i++) release(a, &in[i]);
+
+        if (n < LIVE && (n == 0 || test_rand(&rs) % 2)) {
+            int k = (int)(test_rand(&rs) % 12);
+            uint64_t lo = bp_pool_class_min(k), size = 1 + test_rand(&rs) % (lo * 2);
+            void *p = NULL;
+            bp_status st = bp_pool_alloc(a->pool, size, &p, &err);
+            if (st == BP_ERR_EXHAUSTED) { a->exhausted++; continue; }
+            if (st != BP_OK || !p || ((uintptr_t)p & 255)) { atomic_fetch_add(a->fails, 1); continue; }
+            live[n] = (blk){p, size, ++tag};
+            fill(&live[n]);
+            n++;
+        } else if (n > 0) {
+            int j = (int)(test_rand(&rs) % (unsigned)n);
+            blk b = live[j];
+            live[j] = live[--n];
+            int other = (a->id + 1) % NTHREADS;
+            int sent = 0;
+            if (test_rand(&rs) % 3 == 0) {
+                pthread_mutex_lock(&a->mail->mu);
+                if (a->mail->nbox[other] < MAILBOX) {
+                    a->mail->box[other][a->mail->nbox[other]++] = b;
+                    sent = 1;
+                }
+                pthread_mutex_unlock(&a->mail->mu);
+            }
+            if (!sent) release(a, &b);
+        }
+    }
+    for (int j = 0; j < n; j++) release(a, &live[j]);
+    return NULL;
+}
+
+int main(void)
+{
+    bp_error err = {0};
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.compact_interval = 97;
+    o.max_bytes = 96u << 20;
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(&o, &p, &err), err);
+    REQUIRE(p);
+    mail_t mail;
+    memset(&mail, 0, sizeof mail);
+    pthread_mutex_init(&mail.mu, NULL);
+    atomic_int fails;
+    atomic_init(&fails, 0);
+    pthread_t th[NTHREADS];
+    arg_t args[NTHREADS];
+    int ops = getenv("BP_POOL_STRESS_OPS") ? atoi(getenv("BP_POOL_STRESS_OPS")) : 60000;
+    for (int t = 0; t < NTHREADS; t++) {
+        args[t] = (arg_t){p, &mail, t, ops, &fails, 0};
+        REQUIRE(pthread_create(&th[t], NULL, worker, &args[t]) == 0);
+    }
+    /* the stats reader runs concurrently too */
+    for (int i = 0; i < 20; i++) {
+        bp_pool_stats s;
+        bp_pool_get_stats(p, &s);
+        CHECK(s.reserved_bytes <= o.max_bytes);
+        CHECK_OK(bp__pool_check(p, 0, &err), err);
+    }
+    for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
+    /* leftovers in the mailboxes */
+    for (int t = 0; t < NTHREADS; t++)
+        for (int i = 0; i < mail.nbox[t]; i++) release(&args[t], &mail.box[t][i]);
+    CHECK_MSG(atomic_load(&fails) == 0, "%d corrupted blocks or failed calls", atomic_load(&fails));
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    CHECK(s.in_use_bytes == 0 && s.n_live_blocks == 0 && s.n_allocs == s.n_deallocs);
+    CHECK(s.n_allocs > (uint64_t)ops / 2);
+    CHECK(s.reserved_bytes <= o.max_bytes && s.compactions > 0 && s.borrows > 0);
+    printf("threads: %" PRIu64 " allocs, %" PRIu64 " borrows, %" PRIu64 " merge passes, %lld exhausted, "
+           "reserved %" PRIu64 " (peak in use %" PRIu64 ")\n", s.n_allocs, s.borrows, s.compactions,
+           args[0].exhausted + args[1].exhausted, s.reserved_bytes, s.peak_in_use_bytes);
+    pthread_mutex_destroy(&mail.mu);
+    bp_pool_free(p);
+    return check_status();
+}
