@@ -73,18 +73,18 @@ static void quality(void)
     printf("\n");
 }
 
-static void speed(long max_tensors)
+static void speed(long max_tensors, bp_assign_kind assign)
 {
-    printf("### Planning speed on randwire (kahn + lifetimes + bestfit + events + verify, one core)\n\n");
+    printf("### Planning speed on randwire (kahn + lifetimes + %s + events + verify, one core)\n\n", bp_assign_name(assign));
     printf("| tensors | ops | gen s | plan s | verify s | total s | us/tensor | (plan+verify)/(n log2 n) ns | planner bytes/tensor | arena/LB |\n");
     printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (long target = 10000; target <= max_tensors; target *= 10) {
         bp_error err;
         bp_gen_options go;
         bp_gen_options_init(&go);
-        /* randwire: ~2 tensors per node per stage; scale nodes, 4 stages */
-        go.nodes = (int)(target / 8 > 8 ? target / 8 : 8);
-        go.layers = 4;
+        /* randwire: about 8.2 tensors per node per stage, 3 stages */
+        go.nodes = (int)(target * 10 / 245 > 8 ? target * 10 / 245 : 8);
+        go.layers = 3;
         counting cnt = {0, 0};
         bp_allocator al = {c_alloc, c_realloc, c_free, &cnt};
         double t0 = now();
@@ -96,7 +96,7 @@ static void speed(long max_tensors)
         bp_plan_options po;
         bp_plan_options_init(&po);
         po.sched = BP_SCHED_KAHN;
-        po.assign = BP_ASSIGN_BESTFIT;
+        po.assign = assign;
         bp_plan *p = NULL;
         if (bp_plan_graph(g, &po, &p, &err)) { fprintf(stderr, "%s\n", err.msg); bp_graph_free(g); return; }
         double t2 = now();
@@ -118,12 +118,14 @@ int main(int argc, char **argv)
 {
     const char *what = "all";
     long max = 10000000;
+    bp_assign_kind assign = BP_ASSIGN_BESTFIT;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) max = 1000000;
         else if (!strcmp(argv[i], "--max") && i + 1 < argc) max = atol(argv[++i]);
+        else if (!strcmp(argv[i], "-a") && i + 1 < argc) { if (bp_assign_parse(argv[++i], &assign)) return 2; }
         else what = argv[i];
     }
     if (!strcmp(what, "quality") || !strcmp(what, "all")) quality();
-    if (!strcmp(what, "speed") || !strcmp(what, "all")) speed(max);
+    if (!strcmp(what, "speed") || !strcmp(what, "all")) speed(max, assign);
     return 0;
 }

@@ -513,7 +513,7 @@ static int32_t ex_graph_view_src(const bp_graph *g, int32_t t)
     if (x->view_of >= 0) return x->view_of;
     if (x->producer < 0) return -1;
     const bp__op *op = &g->o[x->producer];
-    if (op->n_in > 0 && bp__op_out(g, x->producer)[0] == t && bp__is_view_type(bp__names_get(&g->types, op->type)))
+    if (op->n_in > 0 && bp__op_out(g, x->producer)[0] == t && bp__op_is_view(g, x->producer))
         return bp__op_in(g, x->producer)[0];
     return -1;
 }
@@ -771,11 +771,15 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
                 if (ex->tbytes[ex->mem[k]] > need) need = ex->tbytes[ex->mem[k]];
             vnext += need;
         }
+        /* tenants per storage: outside the arena only in-place chains (more
+         * than one tenant) can need fences */
+        for (int32_t t = 0; t < nt; t++) amark[t] = 0;
+        for (int32_t t = 0; t < nt; t++) if (bp__exec_is_tenant(ex, t)) amark[ex->root[t]]++;
         for (int32_t t = 0; t < nt; t++) {
             tid[t] = -1;
-            amark[t] = -1;
             if (!bp__exec_is_tenant(ex, t)) continue;
             int32_t r = ex->root[t];
+            if (ex->sk[r] != BP__SK_ARENA && amark[r] < 2) continue;
             uint64_t lo, hi;
             if (ex->sk[r] == BP__SK_ARENA) {
                 lo = p->tp[t].offset != BP_NO_OFFSET ? p->tp[t].offset : p->tp[r].offset;
@@ -788,6 +792,7 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
             ten[n_ten++] = (bp__tenant){g->t[t].producer, lo, hi};
         }
         bp__free(&ex->a, vbase, (size_t)(nt ? nt : 1) * sizeof *vbase);
+        for (int32_t t = 0; t < nt; t++) amark[t] = -1;
         /* a view's accesses count for the tenant it shares bytes with */
         for (int32_t t = 0; t < nt; t++) {
             if (tid[t] >= 0) continue;

@@ -97,6 +97,9 @@ static void graph_unfinalize(bp_graph *g)
     if (!g->finalized) return;
     bp__free(&g->alloc, g->cons_off, (g->n_t + 1) * sizeof *g->cons_off);
     bp__free(&g->alloc, g->cons, g->cons_cap_bytes);
+    bp__free(&g->alloc, g->type_class, g->type_class_n);
+    g->type_class = NULL;
+    g->type_class_n = 0;
     g->cons_off = g->cons = NULL;
     g->cons_cap_bytes = 0;
     g->finalized = false;
@@ -137,8 +140,6 @@ static bp_status add_tensor_common(bp_graph *g, const char *name, int32_t *id_ou
     if (g->n_t >= g->lim.max_tensors)
         return bp__err(err, BP_ERR_LIMIT, "%s: tensor \"%s\": more than %llu tensors (bp_limits.max_tensors)", g->name, name,
                        (unsigned long long)g->lim.max_tensors);
-    if (bp__names_find(&g->tnames, name, strlen(name)) >= 0)
-        return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\" is defined twice", g->name, name);
     if (!bp__grow(&g->alloc, (void **)&g->t, &g->cap_t, g->n_t + 1, sizeof *g->t)) return oom(g, err, "tensor", name);
     graph_unfinalize(g);
     int32_t existing;
@@ -308,8 +309,6 @@ bp_status bp_graph_add_op(bp_graph *g, const char *name, const char *type, int n
     if (g->n_o >= g->lim.max_ops)
         return bp__err(err, BP_ERR_LIMIT, "%s: op \"%s\": more than %llu ops (bp_limits.max_ops)", g->name, name,
                        (unsigned long long)g->lim.max_ops);
-    if (bp__names_find(&g->onames, name, strlen(name)) >= 0)
-        return bp__err(err, BP_ERR_INVALID, "%s: op name \"%s\" is used twice", g->name, name);
     if (g->n_io + (size_t)n_inputs + (size_t)n_outputs > UINT32_MAX)
         return bp__err(err, BP_ERR_LIMIT, "%s: too many op inputs and outputs in total", g->name);
     graph_unfinalize(g);
@@ -321,6 +320,7 @@ bp_status bp_graph_add_op(bp_graph *g, const char *name, const char *type, int n
     if (tid == -2) tid = ex;
     else if (tid < 0) return oom(g, err, "op", name);
     int32_t id = bp__names_add(&g->alloc, &g->onames, name, strlen(name), &ex);
+    if (id == -2) return bp__err(err, BP_ERR_INVALID, "%s: op name \"%s\" is used twice", g->name, name);
     if (id < 0) return oom(g, err, "op", name);
     bp__op *o = &g->o[g->n_o++];
     o->io_off = (uint32_t)g->n_io;
@@ -443,6 +443,15 @@ bp_status bp_graph_finalize(bp_graph *g, bp_error *err)
             if (steps > nt)
                 return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\": its view_of chain is a cycle", g->name, bp__names_get(&g->tnames, (int32_t)t));
         }
+    }
+
+    /* Op type classes. */
+    g->type_class_n = g->types.n ? g->types.n : 1;
+    g->type_class = bp__calloc(a, g->type_class_n, 1);
+    if (!g->type_class) { g->type_class_n = 0; return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name); }
+    for (size_t k = 0; k < g->types.n; k++) {
+        const char *ty = bp__names_get(&g->types, (int32_t)k);
+        g->type_class[k] = (uint8_t)((bp__is_view_type(ty) ? BP__TYPE_VIEW : 0) | (bp__is_elementwise_type(ty) ? BP__TYPE_ELEMENTWISE : 0));
     }
 
     /* Consumers (CSR). */

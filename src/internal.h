@@ -104,7 +104,11 @@ struct bp_graph {
     int32_t *cons_off;  /* n_t + 1 */
     int32_t *cons;      /* consumer op ids, one per (op, input slot) */
     size_t cons_cap_bytes;
+    uint8_t *type_class;  /* per op type id: BP__TYPE_VIEW | BP__TYPE_ELEMENTWISE */
+    size_t type_class_n;
 };
+
+enum { BP__TYPE_VIEW = 1, BP__TYPE_ELEMENTWISE = 2 };
 
 #define BP__SYM_BASE (-(INT64_C(1) << 40))
 static inline bool bp__dim_is_sym(int64_t d) { return d <= BP__SYM_BASE; }
@@ -112,6 +116,11 @@ static inline int32_t bp__dim_sym(int64_t d) { return (int32_t)(BP__SYM_BASE - d
 
 static inline const int32_t *bp__op_in(const bp_graph *g, int32_t op) { return g->io + g->o[op].io_off; }
 static inline const int32_t *bp__op_out(const bp_graph *g, int32_t op) { return g->io + g->o[op].io_off + g->o[op].n_in; }
+
+/* Class of an op's type, from the table finalize builds (one lookup, no
+ * string compares in hot loops). */
+static inline bool bp__op_is_view(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_VIEW; }
+static inline bool bp__op_is_elementwise(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_ELEMENTWISE; }
 
 /* True for op types that are views of their first input (DESIGN.md list). */
 bool bp__is_view_type(const char *type);

@@ -58,7 +58,7 @@ bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__sto
             } else if (x->producer >= 0) {
                 const bp__op *op = &g->o[x->producer];
                 if (op->n_in > 0 && bp__op_out(g, x->producer)[0] == (int32_t)t &&
-                    bp__is_view_type(bp__names_get(&g->types, op->type)))
+                    bp__op_is_view(g, x->producer))
                     src = bp__op_in(g, x->producer)[0];
             }
         }
@@ -223,7 +223,7 @@ bp_status bp__lifetimes_compute(const bp_graph *g, const bp_plan_options *o, con
                 if (inplace_ok(g, lt, step, out, in, r)) inplace_merge(lt, out, r);
                 continue;
             }
-            if (x->n_out != 1 || x->n_in == 0 || !bp__is_elementwise_type(bp__names_get(&g->types, x->type))) continue;
+            if (x->n_out != 1 || x->n_in == 0 || !bp__op_is_elementwise(g, op)) continue;
             int32_t out = bp__op_out(g, op)[0];
             for (int i = 0; i < x->n_in; i++) {
                 int32_t in = bp__op_in(g, op)[i], r = storage_find(lt->root, in);

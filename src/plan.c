@@ -120,7 +120,9 @@ bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err)
         if (p->tp[t].last > slast[r]) slast[r] = p->tp[t].last;
     }
     p->n_ev = 0;
-    bool ok = true;
+    /* at most one ALLOC and one FREE per tensor plus one EXEC per op */
+    size_t need = (size_t)p->n_o + 2 * nt;
+    bool ok = bp__grow(a, (void **)&p->ev, &p->cap_ev, need, sizeof *p->ev);
     /* Planned graph inputs: allocated before the first op. */
     for (size_t t = 0; t < nt && ok; t++) {
         const bp_tensor_plan *tp = &p->tp[t];

@@ -193,7 +193,7 @@ bp_status bp__sgraph_build(const bp_graph *g, const bp_plan_options *o, bp__sgra
                 if (hinted) {
                     out = g->inpl[hint[v]].out;
                     nin = 1;
-                } else if (x->n_out == 1 && x->n_in > 0 && bp__is_elementwise_type(bp__names_get(&g->types, x->type))) {
+                } else if (x->n_out == 1 && x->n_in > 0 && bp__op_is_elementwise(g, v)) {
                     out = bp__op_out(g, v)[0];
                     nin = x->n_in;
                 }

@@ -257,7 +257,7 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
         const bp__tensor *x = &g->t[t];
         if (x->view_of >= 0) src = x->view_of;
         else if (x->producer >= 0 && g->o[x->producer].n_in > 0 && bp__op_out(g, x->producer)[0] == (int32_t)t &&
-                 bp__is_view_type(bp__names_get(&g->types, g->o[x->producer].type)))
+                 bp__op_is_view(g, x->producer))
             src = bp__op_in(g, x->producer)[0];
         d.vroot[t] = src >= 0 ? src : (int32_t)t;
     }

@@ -270,11 +270,76 @@ static void test_bad_input(void)
     CHECK(bp_assign_intervals(a, 2, BP_ASSIGN_NAIVE, NULL, NULL, &r, &e) == BP_ERR_USAGE);
 }
 
+/* Graph-like intervals (two births per step, mostly short lives, a tail of
+ * long ones); every `fixed_every`-th interval pre-placed in a band of its
+ * own above everything else (so they cannot collide). */
+static void graphlike(bp_interval *iv, size_t n, ull seed, size_t fixed_every)
+{
+    uint64_t band = 0;
+    for (size_t i = 0; i < n; i++) {
+        ull r = test_rand(&seed);
+        int64_t lo = (int64_t)(i / 2);
+        ull p = r % 100, len = p < 90 ? 1 + (r >> 8) % 4 : p < 99 ? 5 + (r >> 8) % 46 : 50 + (r >> 8) % 951;
+        iv[i] = mk(lo, lo + (int64_t)len, 256ull * (1 + ((r >> 20) % 64) * (1 + ((r >> 30) % 64))));
+        if (i % 7 == 3) iv[i].alignment = 1024;
+        if (fixed_every && i % fixed_every == 1) { iv[i].fixed_offset = (1ull << 40) + band; band += iv[i].size; }
+    }
+    /* fixed ones low instead, when they fit side by side under 1 MiB */
+    if (fixed_every && band < (1u << 20)) {
+        uint64_t at = 0;
+        for (size_t i = 0; i < n; i++)
+            if (iv[i].fixed_offset != BP_NO_OFFSET) {
+                at = align_up(at, iv[i].alignment > 1 ? iv[i].alignment : 1);
+                iv[i].fixed_offset = at;
+                at += iv[i].size;
+            }
+    }
+}
+
+/* Larger inputs: the fast time-order path of bestfit (n > 200000, no fixed
+ * offsets), the greedy with pre-placed buffers, and search's incumbent
+ * phase on both; all verified, never below max-live, search never above
+ * bestfit. */
+static void test_large(void)
+{
+    static const struct { size_t n, fixed_every; double limit; } cases[] = {
+        { 3000, 0, 0.3 }, { 3000, 97, 0.3 }, { 250000, 0, 0.5 }, { 250000, 5003, 0.5 },
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        size_t n = cases[t].n;
+        bp_interval *iv = calloc(n, sizeof *iv);
+        uint64_t *off = calloc(n, sizeof *off);
+        graphlike(iv, n, 1000 + t, cases[t].fixed_every);
+        uint64_t ml = bp_intervals_max_live(iv, n), arena[BP_ASSIGN_COUNT] = {0};
+        for (int k = 0; k < BP_ASSIGN_COUNT; k++) {
+            bp_assign_options o;
+            bp_assign_options_init(&o);
+            o.time_limit = cases[t].limit;
+            bp_assign_result r;
+            bp_error e;
+            CHECK_OK(bp_assign_intervals(iv, n, (bp_assign_kind)k, &o, off, &r, &e), e);
+            bp_status cs = bp_intervals_check(iv, n, off, r.arena_bytes, &e);
+            CHECK_MSG(cs == BP_OK, "n %zu %s: %s", n, kname[k], e.msg);
+            for (size_t i = 0; i < n; i++)
+                if (iv[i].fixed_offset != BP_NO_OFFSET && off[i] != iv[i].fixed_offset) { CHECK(0); break; }
+            CHECK(r.arena_bytes >= ml && r.lower_bound >= ml && r.lower_bound <= r.arena_bytes);
+            arena[k] = r.arena_bytes;
+        }
+        CHECK(arena[BP_ASSIGN_BESTFIT] <= arena[BP_ASSIGN_NAIVE]);
+        CHECK(arena[BP_ASSIGN_SEARCH] <= arena[BP_ASSIGN_BESTFIT]);
+        fprintf(stderr, "n %zu (fixed every %zu): max-live %llu, color %llu, bestfit %llu, search %llu\n", n,
+                cases[t].fixed_every, (ull)ml, (ull)arena[BP_ASSIGN_COLOR], (ull)arena[BP_ASSIGN_BESTFIT],
+                (ull)arena[BP_ASSIGN_SEARCH]);
+        free(iv); free(off);
+    }
+}
+
 int main(void)
 {
     test_small_cases();
     test_bad_input();
     test_checker();
     test_random();
+    test_large();
     return check_status();
 }

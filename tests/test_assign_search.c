@@ -6,6 +6,7 @@
 #include "bufplan.h"
 #include "check.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef unsigned long long ull;
@@ -23,7 +24,8 @@ static void brute(const bp_interval *iv, size_t n, size_t i, uint64_t *off, uint
     if (i == n) { *best = cur; return; }
     if (!iv[i].size) { off[i] = 0; brute(iv, n, i + 1, off, cur, best); return; }
     uint64_t al = iv[i].alignment > 1 ? iv[i].alignment : 1;
-    for (uint64_t o = 0; o + iv[i].size < *best; o += al) {
+    bool fixed = iv[i].fixed_offset != BP_NO_OFFSET;
+    for (uint64_t o = fixed ? iv[i].fixed_offset : 0; fixed || o + iv[i].size < *best; o += al) {
         int ok = 1;
         for (size_t j = 0; j < i && ok; j++)
             if (overlap_t(&iv[i], &iv[j]) && o < off[j] + iv[j].size && off[j] < o + iv[i].size) ok = 0;
@@ -31,6 +33,7 @@ static void brute(const bp_interval *iv, size_t n, size_t i, uint64_t *off, uint
         off[i] = o;
         uint64_t c2 = o + iv[i].size > cur ? o + iv[i].size : cur;
         brute(iv, n, i + 1, off, c2, best);
+        if (fixed) break;
     }
 }
 
@@ -87,6 +90,62 @@ static void test_brute_force(void)
     fprintf(stderr, "%d instances, %d with optimum above max-live\n", n_opt, n_gap);
 }
 
+/* Pre-placed buffers: search treats them as obstacles and still finds (and
+ * proves) the optimum that brute force finds with those offsets fixed. */
+static void test_fixed_brute(void)
+{
+    ull seed = 31337;
+    bp_interval iv[7];
+    uint64_t off[7], boff[7];
+    int n_fixed_rounds = 0, n_above = 0;
+    for (int round = 0; round < 1500; round++) {
+        size_t n = 2 + test_rand(&seed) % 6;
+        int64_t span = 2 + (int64_t)(test_rand(&seed) % 8);
+        for (size_t i = 0; i < n; i++) {
+            int64_t lo = (int64_t)(test_rand(&seed) % (ull)span);
+            iv[i].lower = lo;
+            iv[i].upper = lo + 1 + (int64_t)(test_rand(&seed) % (ull)span);
+            iv[i].size = 1 + test_rand(&seed) % 5;
+            iv[i].alignment = round % 4 == 0 ? 1ull << (test_rand(&seed) % 3) : 0;
+            iv[i].fixed_offset = BP_NO_OFFSET;
+        }
+        /* one or two pre-placed buffers, disjoint in bytes, somewhere low */
+        size_t nf = 1 + test_rand(&seed) % 2;
+        uint64_t at = test_rand(&seed) % 6;
+        for (size_t f = 0; f < nf; f++) {
+            size_t i = (size_t)test_rand(&seed) % n;
+            if (iv[i].fixed_offset != BP_NO_OFFSET) continue;
+            uint64_t al = iv[i].alignment > 1 ? iv[i].alignment : 1;
+            at = (at + al - 1) / al * al;
+            iv[i].fixed_offset = at;
+            at += iv[i].size + test_rand(&seed) % 4;
+        }
+        uint64_t sum = at + 1;
+        for (size_t i = 0; i < n; i++) sum += iv[i].size + 4;
+        uint64_t best = sum * 2;
+        brute(iv, n, 0, boff, 0, &best);
+        bp_assign_options o;
+        bp_assign_options_init(&o);
+        o.time_limit = 20;
+        bp_assign_result r;
+        bp_error e;
+        CHECK_OK(bp_assign_intervals(iv, n, BP_ASSIGN_SEARCH, &o, off, &r, &e), e);
+        CHECK_OK(bp_intervals_check(iv, n, off, r.arena_bytes, &e), e);
+        for (size_t i = 0; i < n; i++)
+            if (iv[i].fixed_offset != BP_NO_OFFSET) CHECK(off[i] == iv[i].fixed_offset);
+        CHECK_MSG(r.arena_bytes == best, "round %d: search %llu, brute force %llu", round, (ull)r.arena_bytes, (ull)best);
+        CHECK_MSG(r.optimal, "round %d: optimum %llu not proven", round, (ull)best);
+        /* bestfit keeps them too and is never better than the optimum */
+        CHECK_OK(bp_assign_intervals(iv, n, BP_ASSIGN_BESTFIT, &o, off, &r, &e), e);
+        CHECK_OK(bp_intervals_check(iv, n, off, r.arena_bytes, &e), e);
+        CHECK(r.arena_bytes >= best);
+        if (best > bp_intervals_max_live(iv, n)) n_above++;
+        n_fixed_rounds++;
+    }
+    CHECK(n_fixed_rounds == 1500 && n_above > 50);
+    fprintf(stderr, "%d instances with pre-placed buffers, %d with optimum above max-live\n", n_fixed_rounds, n_above);
+}
+
 /* Same input, same answer; a tiny time limit still returns a valid packing. */
 static void test_deterministic_and_limit(void)
 {
@@ -118,18 +177,23 @@ static void test_deterministic_and_limit(void)
         CHECK(r1.arena_bytes == r2.arena_bytes && r1.nodes == r2.nodes);
         CHECK(memcmp(a, b, N * sizeof *a) == 0);
     }
-    /* pre-placed intervals: search keeps them (bestfit's answer) */
+    /* pre-placed intervals: search keeps them, and is never worse than
+     * bestfit with them */
     iv[0].fixed_offset = 0;
     iv[1].fixed_offset = 1u << 20;
+    o.time_limit = 1;
     CHECK_OK(bp_assign_intervals(iv, N, BP_ASSIGN_SEARCH, &o, a, &r1, &e), e);
     CHECK(a[0] == 0 && a[1] == 1u << 20);
     CHECK_OK(bp_intervals_check(iv, N, a, r1.arena_bytes, &e), e);
+    CHECK_OK(bp_assign_intervals(iv, N, BP_ASSIGN_BESTFIT, &o, b, &r2, &e), e);
+    CHECK(r1.arena_bytes <= r2.arena_bytes && r1.lower_bound <= r1.arena_bytes);
     free(iv); free(a); free(b);
 }
 
 int main(void)
 {
     test_brute_force();
+    test_fixed_brute();
     test_deterministic_and_limit();
     return check_status();
 }

@@ -13,7 +13,11 @@ bad() { echo "FAIL: $*" >&2; fail=1; }
 get() { python3 -c 'import json,sys; v=json.load(sys.stdin)[sys.argv[1]]; print(json.dumps(v))' "$1"; }
 
 "$CLI" config --show >"$tmp/def.json" || bad "config --show failed"
-[ "$(get scheduler <"$tmp/def.json")" = '"kahn"' ] || bad "default scheduler"
+# the default scheduler and assigner are the ones `bufplan plan` uses without flags
+"$CLI" gen diamond -o "$tmp/d0.json" || bad "gen"
+"$CLI" plan "$tmp/d0.json" >"$tmp/p0.txt" || bad "plan"
+want=$(sed -n 's/^schedule \([a-z]*\), assign \([a-z]*\),.*/"\1" "\2"/p' "$tmp/p0.txt")
+[ "$(get scheduler <"$tmp/def.json") $(get assigner <"$tmp/def.json")" = "$want" ] || bad "default scheduler/assigner: want $want"
 [ "$(get alpha <"$tmp/def.json")" = 0.7 ] || bad "default alpha"
 [ "$(get replan <"$tmp/def.json")" = true ] || bad "default replan"
 
