@@ -5,8 +5,8 @@
  *
  *   bench_assign [--quick] [--data DIR] [--time-limit S] [--max-n N] [--only SUBSTR]
  *
- * Times are wall clock per call (the scaling table also gives CPU time: the
- * machine may be shared).  "best known" is the smallest arena published or found so far for each
+ * Times are wall clock per call, the best of 5 calls for naive, color and
+ * bestfit (the scaling table also gives CPU time: the machine may be shared).  "best known" is the smallest arena published or found so far for each
  * instance (../shared/data/minimalloc/README.md and onnx/README.md).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -92,9 +92,15 @@ static void run_dir(const char *dir, int is_onnx, double limit, const char *only
             bp_assign_options_init(&o);
             o.time_limit = limit;
             bp_assign_result r;
-            double t0 = now();
-            bp_status s = bp_assign_intervals(inst->iv, inst->n, (bp_assign_kind)k, &o, off, &r, &e);
-            double dt = now() - t0;
+            /* the fast assigners: best of 5 calls (the machine may be shared) */
+            int reps = k == BP_ASSIGN_SEARCH ? 1 : 5;
+            double dt = 1e30;
+            bp_status s = BP_OK;
+            for (int rep = 0; rep < reps && s == BP_OK; rep++) {
+                double t0 = now();
+                s = bp_assign_intervals(inst->iv, inst->n, (bp_assign_kind)k, &o, off, &r, &e);
+                if (now() - t0 < dt) dt = now() - t0;
+            }
             if (s == BP_OK) s = bp_intervals_check(inst->iv, inst->n, off, r.arena_bytes, &e);
             if (s != BP_OK) { printf(" FAILED: %s |", e.msg); continue; }
             char tb[32];

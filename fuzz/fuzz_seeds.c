@@ -4,6 +4,9 @@
  * usage: fuzz_seeds OUTDIR   (writes OUTDIR/<harness>/seed-*) */
 #define _GNU_SOURCE
 #include <bufplan.h>
+#include <bufplan_dyn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +82,54 @@ int main(int argc, char **argv)
         }
         bp_plan_free(p);
         bp_graph_free(g);
+    }
+    /* a cache file of fuzz_plan_cache's graph (diamond, seed 1, 12 nodes), and a config */
+    {
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/fuzz_plan_cache", dir);
+        struct stat sb;
+        if (stat(sub, &sb) == 0) {
+            bp_gen_options o;
+            bp_gen_options_init(&o);
+            o.seed = 1; o.nodes = 12;
+            bp_graph *g = NULL;
+            bp_error err = {0};
+            bp_plan *p = NULL;
+            bp_plan_options po;
+            bp_plan_options_init(&po);
+            char cdir[] = "/tmp/bp_fuzz_seed_XXXXXX";
+            bp_plan_cache *pc = NULL;
+            bp_cache_key key;
+            if (mkdtemp(cdir) && bp_gen("diamond", &o, NULL, &g, &err) == BP_OK && bp_plan_graph(g, &po, &p, &err) == BP_OK &&
+                bp_plan_cache_open(cdir, NULL, &pc, &err) == BP_OK && bp_cache_key_make(g, "", &po, &key, &err) == BP_OK &&
+                bp_plan_cache_put(pc, &key, g, p, &err) == BP_OK) {
+                char path[4096], cmd[8400];
+                bp_plan_cache_file(pc, &key, path, sizeof path);
+                snprintf(cmd, sizeof cmd, "cp '%s' '%s/seed-diamond.bpc'", path, sub);
+                if (system(cmd) != 0) fprintf(stderr, "fuzz_seeds: cannot copy %s\n", path);
+            }
+            bp_plan_cache_close(pc);
+            char rm[4200];
+            snprintf(rm, sizeof rm, "rm -rf '%s'", cdir);
+            if (system(rm) != 0) fprintf(stderr, "fuzz_seeds: cannot remove %s\n", cdir);
+            bp_plan_free(p);
+            bp_graph_free(g);
+        }
+        snprintf(sub, sizeof sub, "%s/fuzz_config", dir);
+        if (stat(sub, &sb) == 0) {
+            bp_config c;
+            bp_config_init(&c);
+            char *t = NULL;
+            size_t n = 0;
+            bp_error err = {0};
+            FILE *f = open_memstream(&t, &n);
+            bp_config_write_json(&c, f, &err);
+            fclose(f);
+            put(dir, "fuzz_config", "defaults", t, n, NULL, 0);
+            free(t);
+            static const char cfg[] = "{\"preset\": \"training\", \"alpha\": 0.5, \"buckets\": \"S=128,256\", \"replan\": false}";
+            put(dir, "fuzz_config", "small", cfg, strlen(cfg), NULL, 0);
+        }
     }
     static const char *const csv[] = {
         "id,lower,upper,size\n0,0,3,4\n1,1,2,8\n2,2,5,4\n",

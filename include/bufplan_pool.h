@@ -57,7 +57,8 @@ typedef struct bp_pool_options {
     uint64_t max_bytes;        /* limit on bytes reserved from the backend (arena included);
                                   0 = none.  Past it, allocations fail with BP_ERR_EXHAUSTED. */
     uint64_t grow_bytes;       /* largest minimum piece reserved per backend call; default 2 MiB.
-                                  Small classes grow by min(grow_bytes, 16 x class size). */
+                                  Small classes grow by min(grow_bytes, max(16 x class size,
+                                  reserved / 8)): geometric, so chunks stay few. */
     uint64_t reserve_bytes;    /* reserved at creation as one piece every class can borrow
                                   from; default 0 */
     uint32_t compact_interval; /* merge adjacent free blocks every this many deallocs;

@@ -171,10 +171,9 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
     uint32_t nt = k + nf; /* all sized buffers: free ones 0..k-1, fixed k.. */
     int rc = -1;
     gr_tp *tp = malloc(2 * (size_t)nt * sizeof *tp);
-    uint32_t *idx = malloc((size_t)nt * sizeof *idx);
     uint32_t *live = malloc((size_t)nt * sizeof *live), *where = malloc((size_t)nt * sizeof *where);
     uint64_t *secmax = NULL, *T = NULL, *len = NULL;
-    uint32_t *pa = NULL, *pb = NULL, *rank = NULL, *prio = NULL, *bestoff = NULL;
+    uint32_t *pa = NULL, *pb = NULL, *rank = NULL, *prio = NULL;
     gr_key *keys = NULL;
     double *blame = NULL;
     c.k = k; c.nf = nf;
@@ -189,7 +188,7 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
     c.off = bp__alloc(gr_alloc, (size_t)k * sizeof *c.off);
     c.heap = bp__alloc(gr_alloc, (size_t)k * sizeof *c.heap);
     c.hpos = bp__alloc(gr_alloc, (size_t)k * sizeof *c.hpos);
-    if (!tp || !idx || !live || !where || !c.orig || !c.size || !c.align || !c.ov_off || !c.fx_off ||
+    if (!tp || !live || !where || !c.orig || !c.size || !c.align || !c.ov_off || !c.fx_off ||
         !c.fxo || !c.fxe || !c.floor_ || !c.off || !c.heap || !c.hpos) goto out;
     {
         uint32_t q = 0, f = 0;
@@ -209,7 +208,6 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
                 if (c.fxe[f] > c.base) c.base = c.fxe[f];
                 f++;
             }
-            idx[id] = (uint32_t)i;
             tp[2 * (size_t)id].t = iv[i].lower; tp[2 * (size_t)id].b = id; tp[2 * (size_t)id].end = 0;
             tp[2 * (size_t)id + 1].t = iv[i].upper; tp[2 * (size_t)id + 1].b = id; tp[2 * (size_t)id + 1].end = 1;
         }
@@ -230,7 +228,6 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
      * priority T: the largest total over a buffer's lifetime). */
     size_t np = 0, n_seg = 0;
     secmax = malloc((2 * (size_t)nt + 1) * sizeof *secmax);
-    uint32_t *seg_of = where; /* reused below: where[] is needed during the sweep */
     T = calloc(k, sizeof *T);
     len = malloc((size_t)k * sizeof *len);
     if (!secmax || !T || !len) goto out;
@@ -267,7 +264,6 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
         }
         free(seg_lo);
     }
-    (void)seg_of;
     /* CSR: free-free both ways; free-fixed into fx */
     {
         size_t n_ff = 0, n_fx = 0;
@@ -295,11 +291,10 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
     enum { GR_N_STATIC = 5 };
     rank = malloc((size_t)GR_N_STATIC * k * sizeof *rank);
     prio = malloc((size_t)k * sizeof *prio);
-    bestoff = malloc((size_t)k * sizeof *bestoff);
     keys = malloc((size_t)k * sizeof *keys);
     blame = calloc(k, sizeof *blame);
     uint64_t *boff = malloc((size_t)k * sizeof *boff);
-    if (!rank || !prio || !bestoff || !keys || !blame || !boff) { free(boff); goto out; }
+    if (!rank || !prio || !keys || !blame || !boff) { free(boff); goto out; }
     for (uint32_t b = 0; b < k; b++) {
         const bp_interval *x = &iv[c.orig[b]];
         len[b] = (uint64_t)x->upper - (uint64_t)x->lower;
@@ -332,9 +327,12 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
     {
         const uint32_t *base = rank + (size_t)best_h * k;
         uint64_t cur = best;
-        memcpy(c.off, improved ? boff : c.off, (size_t)k * sizeof *c.off);
-        int iter = 0;
-        while (best > lb && (!work || c.work < work) && (deadline <= 0 || bp__now() < deadline)) {
+        if (improved) memcpy(c.off, boff, (size_t)k * sizeof *c.off);
+        /* passes: bounded by the work budget and by a count that grows with
+         * the instance (tiny ones converge in a few passes) */
+        uint64_t max_passes = work > 1000000 ? 64 + 16 * (uint64_t)k : 16 + (uint64_t)k / 8;
+        for (uint64_t pass = 0; pass < max_passes && best > lb && (!work || c.work < work) &&
+                                (deadline <= 0 || bp__now() < deadline); pass++) {
             /* blame from the last full pass (c.off) */
             uint64_t target = lb;
             uint64_t span = cur > target ? cur - target : 1;
@@ -354,7 +352,6 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
             uint64_t a = gr_pass(&c, prio, UINT64_MAX);
             cur = a;
             if (a < best) { best = a; improved = true; memcpy(boff, c.off, (size_t)k * sizeof *boff); }
-            if (!work && deadline <= 0 && ++iter > 1000) break;
         }
     }
     if (improved) {
@@ -366,9 +363,9 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
     free(boff);
     rc = 0;
 out:
-    free(tp); free(idx); free(live); free(where);
+    free(tp); free(live); free(where);
     free(secmax); free(T); free(len); free(pa); free(pb);
-    free(rank); free(prio); free(bestoff); free(keys); free(blame);
+    free(rank); free(prio); free(keys); free(blame);
     gr_free(&c);
     return rc;
 }

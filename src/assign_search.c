@@ -1,9 +1,15 @@
 /*
  * assign_search.c — exact anytime search for the smallest arena.
  *
- * The incumbent is bestfit's result.  The search answers decision questions
- * "does everything fit under capacity C?" by depth-first search over
- * canonical packings, the ideas of MiniMalloc (Moffitt, ASPLOS 2023):
+ * The incumbent is bestfit's result, then (kept only when smaller)
+ * bestfit's quality mode: every order, and the canonical greedy with
+ * squeaky-wheel passes on a larger deterministic work budget, cut short
+ * only at a tenth of the time limit.  Above 200,000 intervals that
+ * incumbent phase is the whole answer.
+ *
+ * The search answers decision questions "does everything fit under
+ * capacity C?" by depth-first search over canonical packings, the ideas of
+ * MiniMalloc (Moffitt, ASPLOS 2023):
  *
  *  - Offsets are assigned in nondecreasing order (ties by a static preorder),
  *    each buffer at its floor: the highest end of the placed buffers that
@@ -29,8 +35,14 @@
  * A found packing lowers the incumbent; an exhausted tree raises the bound
  * (to C + g, g = gcd of sizes and alignments: every canonical height is a
  * multiple of g).  Decisions depend on node counts only, so results are
- * deterministic; the wall clock only stops the search.  Pre-placed
- * (fixed-offset) intervals are not searched: the result is bestfit's.
+ * deterministic; the wall clock only stops the search.
+ *
+ * Pre-placed (fixed-offset) intervals are obstacles: a buffer's floor is the
+ * lowest aligned offset at or above the placed buffers under it that misses
+ * every obstacle (a buffer resting on an obstacle cannot move down either,
+ * so the canonical and dominance arguments still hold), the cross-section
+ * bound adds the obstacle bytes above the section's base, and the grid g
+ * includes the obstacles' offsets and sizes.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "assign_internal.h"

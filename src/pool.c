@@ -452,6 +452,11 @@ static pchunk *pool_find_chunk(const bp_pool *p, uintptr_t a)
 static uint64_t pool_grow_min(const bp_pool *p, int c)
 {
     uint64_t m = c + 1 < NCLS ? bp_pool_class_min(c + 1) * 16 : p->grow_bytes;
+    /* Geometric growth: a piece is at least 1/8 of what is reserved, so the
+     * chunk count (and the cost of rebuilding the chunk index on each growth)
+     * stays logarithmic until pieces reach grow_bytes. */
+    uint64_t geo = p->reserved / 8;
+    if (geo > m) m = geo;
     return m < p->grow_bytes ? m : p->grow_bytes;
 }
 

@@ -45,7 +45,7 @@ void bp__progress_update(bp__progress *p, double fraction, const char *fmt, ...)
         n += snprintf(line + n, sizeof line - (size_t)n, " %3d%%", (int)(fraction * 100));
         if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
     }
-    if (fmt && (size_t)n < sizeof line) {
+    if (fmt && (size_t)n + 1 < sizeof line) {
         line[n++] = ' ';
         line[n] = 0;
         va_list ap;

@@ -271,28 +271,23 @@ static void test_bad_input(void)
 }
 
 /* Graph-like intervals (two births per step, mostly short lives, a tail of
- * long ones); every `fixed_every`-th interval pre-placed in a band of its
- * own above everything else (so they cannot collide). */
+ * long ones); every `fixed_every`-th interval pre-placed, side by side from
+ * offset 0 (disjoint in bytes, so they cannot collide): obstacles under
+ * everything else. */
 static void graphlike(bp_interval *iv, size_t n, ull seed, size_t fixed_every)
 {
-    uint64_t band = 0;
+    uint64_t at = 0;
     for (size_t i = 0; i < n; i++) {
         ull r = test_rand(&seed);
         int64_t lo = (int64_t)(i / 2);
         ull p = r % 100, len = p < 90 ? 1 + (r >> 8) % 4 : p < 99 ? 5 + (r >> 8) % 46 : 50 + (r >> 8) % 951;
         iv[i] = mk(lo, lo + (int64_t)len, 256ull * (1 + ((r >> 20) % 64) * (1 + ((r >> 30) % 64))));
         if (i % 7 == 3) iv[i].alignment = 1024;
-        if (fixed_every && i % fixed_every == 1) { iv[i].fixed_offset = (1ull << 40) + band; band += iv[i].size; }
-    }
-    /* fixed ones low instead, when they fit side by side under 1 MiB */
-    if (fixed_every && band < (1u << 20)) {
-        uint64_t at = 0;
-        for (size_t i = 0; i < n; i++)
-            if (iv[i].fixed_offset != BP_NO_OFFSET) {
-                at = align_up(at, iv[i].alignment > 1 ? iv[i].alignment : 1);
-                iv[i].fixed_offset = at;
-                at += iv[i].size;
-            }
+        if (fixed_every && i % fixed_every == 1) {
+            at = align_up(at, iv[i].alignment > 1 ? iv[i].alignment : 1);
+            iv[i].fixed_offset = at;
+            at += iv[i].size;
+        }
     }
 }
 

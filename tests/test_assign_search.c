@@ -29,7 +29,7 @@ static void brute(const bp_interval *iv, size_t n, size_t i, uint64_t *off, uint
         int ok = 1;
         for (size_t j = 0; j < i && ok; j++)
             if (overlap_t(&iv[i], &iv[j]) && o < off[j] + iv[j].size && off[j] < o + iv[i].size) ok = 0;
-        if (!ok) continue;
+        if (!ok) { if (fixed) break; continue; }
         off[i] = o;
         uint64_t c2 = o + iv[i].size > cur ? o + iv[i].size : cur;
         brute(iv, n, i + 1, off, c2, best);
@@ -120,6 +120,9 @@ static void test_fixed_brute(void)
             iv[i].fixed_offset = at;
             at += iv[i].size + test_rand(&seed) % 4;
         }
+        /* pre-placed first: brute force then prunes on them at once */
+        for (size_t i = 0, w = 0; i < n; i++)
+            if (iv[i].fixed_offset != BP_NO_OFFSET) { bp_interval t = iv[w]; iv[w] = iv[i]; iv[i] = t; w++; }
         uint64_t sum = at + 1;
         for (size_t i = 0; i < n; i++) sum += iv[i].size + 4;
         uint64_t best = sum * 2;

@@ -65,6 +65,21 @@ valid "$det" "$tmp/det.csv" 0 >/dev/null
 "$CLI" pack "$tmp/C.csv" -a bestfit -o "$tmp/C2.csv" --quiet || bad "re-pack failed"
 cmp -s <(cut -d, -f5 "$tmp/C.csv") <(cut -d, -f5 "$tmp/C2.csv") || bad "pre-placed offsets changed"
 
+# pre-placed rows: search packs the rest around them and still proves the
+# optimum (b3 at 4 as in the README's output; b5 free: the optimum stays 12);
+# with b5 pinned at 2 the bytes [2,6) are blocked at every time: b1 and b3,
+# live together at t = 0, cannot use [0,2) and stack above 6, so the optimum
+# rises to 14
+printf 'id,lower,upper,size,offset\nb1,0,3,4,\nb2,3,9,4,\nb3,0,9,4,4\nb4,9,21,4,\nb5,0,21,4,\n' >"$tmp/fx.csv"
+"$CLI" pack "$tmp/fx.csv" -o "$tmp/fx.out.csv" 2>"$tmp/err" || bad "pack with offsets failed"
+grep -q "arena 12 bytes.*optimal" "$tmp/err" || bad "pre-placed b3: $(cat "$tmp/err")"
+grep -q "^b3,0,9,4,4$" "$tmp/fx.out.csv" || bad "b3 moved: $(cat "$tmp/fx.out.csv")"
+valid "$tmp/fx.csv" "$tmp/fx.out.csv" 12 >/dev/null
+printf 'id,lower,upper,size,offset\nb1,0,3,4,\nb2,3,9,4,\nb3,0,9,4,\nb4,9,21,4,\nb5,0,21,4,2\n' >"$tmp/fx2.csv"
+"$CLI" pack "$tmp/fx2.csv" -o "$tmp/fx2.out.csv" 2>"$tmp/err" || bad "pack with offsets failed"
+grep -q "arena 14 bytes.*optimal" "$tmp/err" || bad "pre-placed b5: $(cat "$tmp/err")"
+valid "$tmp/fx2.csv" "$tmp/fx2.out.csv" 14 >/dev/null
+
 # bad input: exit 2 with file:line and the id
 printf 'id,lower,upper,size\na,0,3,4\nb,5,2,4\n' >"$tmp/bad.csv"
 "$CLI" pack "$tmp/bad.csv" 2>"$tmp/err" >/dev/null; rc=$?
