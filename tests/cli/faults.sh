@@ -43,7 +43,7 @@ open("m.onnx", "wb").write(model)
 PY
 "$cli" plan g.json -q -o p.json || { echo "faults.sh: cannot make the plan to verify"; exit 1; }
 
-export ASAN_OPTIONS=detect_leaks=1:exitcode=86:malloc_context_size=4
+export ASAN_OPTIONS=detect_leaks=1:exitcode=86
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
 BP_FAULT_ALLOC=0 BP_FAULT_COUNT=count "$cli" plan g.json -q -o out.json 2>/dev/null
 if [ ! -s count ]; then
@@ -52,29 +52,31 @@ if [ ! -s count ]; then
 fi
 rm -f out.json
 
-# one_run PATH_NAME N OUT CMD...: prints a line for a failure
+# one_run PATH_NAME N OUT CMD...: prints a line for a failure.  Inputs are
+# read by absolute path; the run happens in its own directory, which holds
+# only what the command writes.  Bash builtins only, apart from the command.
 one_run() {
   local name=$1 n=$2 out=$3; shift 3
-  local d; d=$(mktemp -d "$work/run.XXXXXX")
-  cp g.json i.csv m.onnx p.json "$d/"
-  (cd "$d" && BP_FAULT_ALLOC=$n "$@" >stdout 2>stderr; echo $? > rc)
-  local rc; rc=$(cat "$d/rc")
-  local bad=""
-  if grep -qE "Sanitizer|runtime error|LeakSanitizer" "$d/stderr"; then bad="sanitizer report"
-  elif [ "$rc" != 0 ] && [ "$rc" != 2 ] && [ "$rc" != 1 ]; then bad="exit $rc"
-  elif [ "$rc" != 0 ] && ! [ -s "$d/stderr" ]; then bad="exit $rc without a message"
-  elif [ "$rc" != 0 ] && [ "$out" != - ] && [ -e "$d/$out" ]; then bad="output file left after exit $rc"
-  elif [ "$rc" = 0 ] && [ "$out" != - ] && ! [ -s "$d/$out" ]; then bad="exit 0 without the output file"
-  elif ls "$d" | grep -q '\.tmp\.'; then bad="temp file left"
+  local d=$work/run.$n
+  mkdir "$d" && cd "$d" || return
+  BP_FAULT_ALLOC=$n "$@" >stdout 2>stderr
+  local rc=$? bad="" err
+  err=$(<stderr)
+  local tmps=(*.tmp.*)
+  if [[ $err == *Sanitizer* || $err == *"runtime error"* ]]; then bad="sanitizer report"
+  elif [[ $rc != 0 && $rc != 1 && $rc != 2 ]]; then bad="exit $rc"
+  elif [[ $rc != 0 && -z $err ]]; then bad="exit $rc without a message"
+  elif [[ $rc != 0 && $out != - && -e $out ]]; then bad="output file left after exit $rc"
+  elif [[ $rc == 0 && $out != - && ! -s $out ]]; then bad="exit 0 without the output file"
+  elif [[ -e ${tmps[0]} ]]; then bad="temp file left"
   fi
-  if [ -n "$bad" ]; then
-    echo "FAIL $name n=$n: $bad"; head -5 "$d/stderr" | sed 's/^/    /'
+  cd "$work"
+  if [[ -n $bad ]]; then
+    echo "FAIL $name n=$n: $bad"; echo "${err:0:600}" | sed 's/^/    /'
   else
     rm -rf "$d"
   fi
 }
-export -f one_run
-export work
 
 total=0 failed=0
 sweep() {  # sweep NAME OUT CMD...
@@ -84,15 +86,20 @@ sweep() {  # sweep NAME OUT CMD...
   local n; n=$(cat count)
   rm -f "$out" 2>/dev/null
   local log="$work/$name.log"
-  seq 1 "$n" | xargs -P 2 -I{} bash -c 'one_run "$@"' _ "$name" {} "$out" "$@" > "$log"
+  local k
+  for k in 1 2; do      # two workers, no new shell per run
+    ( for ((i = k; i <= n; i += 2)); do one_run "$name" "$i" "$out" "$@"; done ) > "$log.$k" &
+  done
+  wait
+  cat "$log.1" "$log.2" > "$log"
   local nf; nf=$(grep -c '^FAIL' "$log")
   printf '%-12s %5d allocation-failure points, %d failed\n' "$name" "$n" "$nf"
   grep -A5 '^FAIL' "$log" | head -20
   total=$((total + n)); failed=$((failed + nf))
 }
-sweep plan-json out.json "$cli" plan g.json -q -o out.json
-sweep plan-onnx out.json "$cli" plan m.onnx -q -o out.json
-sweep pack-csv out.csv "$cli" pack i.csv -o out.csv
-sweep verify - "$cli" verify g.json p.json
+sweep plan-json out.json "$cli" plan "$work/g.json" -q -o out.json
+sweep plan-onnx out.json "$cli" plan "$work/m.onnx" -q -o out.json
+sweep pack-csv out.csv "$cli" pack "$work/i.csv" -o out.csv
+sweep verify - "$cli" verify "$work/g.json" "$work/p.json"
 echo "total: $total allocation-failure points, $failed failed"
 [ "$failed" = 0 ]

@@ -8,7 +8,7 @@ set -uo pipefail
 cli=${BP_CLI:?BP_CLI must name the bufplan binary}
 data=${BP_DATA:-}
 if ! command -v valgrind >/dev/null; then echo "valgrind.sh: SKIPPED: valgrind is not installed"; exit 0; fi
-if nm -an "$cli" 2>/dev/null | grep -q "__asan_init\|__tsan_init"; then
+if nm -an "$cli" 2>/dev/null | grep -E "__asan_init|__tsan_init" >/dev/null; then
   echo "valgrind.sh: SKIPPED: $cli is built with a sanitizer"; exit 0
 fi
 work=$(mktemp -d)
