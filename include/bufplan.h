@@ -402,6 +402,7 @@ uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n);
 
 /* The other parts of the API, one file each. */
 #include "bufplan_assign.h"
+#include "bufplan_limits.h"
 #include "bufplan_sched.h"
 #include "bufplan_viz.h"
 #include "bufplan_onnx.h"

@@ -236,7 +236,7 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
         if (in_arena && p->alignment > 1 && tp->offset % p->alignment)
             reason(v, "tensor \"%s\": offset %llu is not aligned to %llu", TN((int32_t)t),
                    (unsigned long long)tp->offset, (unsigned long long)p->alignment);
-        if (in_arena && x->dynamic)
+        if (in_arena && x->dynamic && tp->alias_of < 0) /* a view of a planned storage may be symbolic */
             reason(v, "tensor \"%s\" has a symbolic size but the plan puts it in the arena", TN((int32_t)t));
         if (!in_arena && x->producer >= 0 && d.first[t] >= 0 && !x->dynamic &&
             tp->kind != BP_KIND_WEIGHT && tp->kind != BP_KIND_DYNAMIC && tp->kind != BP_KIND_INPUT)

@@ -57,8 +57,8 @@ rm -f out.json
 # only what the command writes.  Bash builtins only, apart from the command.
 one_run() {
   local name=$1 n=$2 out=$3; shift 3
-  local d=$work/run.$n
-  mkdir "$d" && cd "$d" || return
+  local d=$work/run.$name.$n
+  mkdir "$d" && cd "$d" || { echo "FAIL $name n=$n: cannot make $d"; return; }
   BP_FAULT_ALLOC=$n "$@" >stdout 2>stderr
   local rc=$? bad="" err
   err=$(<stderr)
