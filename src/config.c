@@ -203,7 +203,7 @@ static bp_status get_num(const char *w, const char *k, json_t *v, double lo, dou
     double d = json_number_value(v);
     if (!isfinite(d) || d < lo || d > hi)
         return bp__err(err, BP_ERR_INVALID, "%s: key \"%s\": %g is out of range (%g..%g)", w, k, d, lo, hi);
-    *out = d;
+    *out = d + 0.0; /* -0.0 becomes 0.0, so the config writes back as it reads */
     return BP_OK;
 }
 
@@ -244,6 +244,14 @@ static bool cfg_parse_bytes(const char *s, uint64_t *out)
     if (!s || !*s || *s == '-') return false;
     errno = 0;
     char *end;
+    /* Plain integers exactly (a double would lose digits above 2^53). */
+    unsigned long long iv = strtoull(s, &end, 10);
+    if (end != s && !*end) {
+        if (errno || iv > (unsigned long long)INT64_MAX) return false;
+        *out = iv;
+        return true;
+    }
+    errno = 0;
     double v = strtod(s, &end);
     if (errno || end == s || !isfinite(v) || v < 0) return false;
     double mul = 1;
@@ -261,7 +269,7 @@ static bool cfg_parse_bytes(const char *s, uint64_t *out)
         if (*end) return false;
     }
     double b = v * mul;
-    if (b >= 18446744073709551615.0) return false;
+    if (b >= 9223372036854775807.0) return false; /* budgets are written back as JSON integers */
     *out = (uint64_t)b;
     return true;
 }
