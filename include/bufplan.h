@@ -19,6 +19,7 @@
 #ifndef BUFPLAN_H
 #define BUFPLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +59,10 @@ typedef struct bp_error {
 const char *bp_status_str(bp_status s);
 /* The library version, "MAJOR.MINOR.PATCH". */
 const char *bp_version(void);
+/* Parses a byte count: "123" (exact), "4K", "1.5M", "2GiB" (powers of 1024),
+ * at most 2^63 - 1.  Returns false when s is not one.  Used by the config
+ * file and the command line alike. */
+bool bp_parse_bytes(const char *s, uint64_t *out);
 
 /* --------------------------------------------------------------- allocator */
 

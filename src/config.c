@@ -239,7 +239,7 @@ static bp_status set_time_limit(bp_config *c, const char *w, const char *k, json
 }
 
 /* Bytes: an integer, or a string "512", "64K", "1.5M", "2GiB" (powers of 1024). */
-static bool cfg_parse_bytes(const char *s, uint64_t *out)
+bool bp_parse_bytes(const char *s, uint64_t *out)
 {
     if (!s || !*s || *s == '-') return false;
     errno = 0;
@@ -282,7 +282,7 @@ static bp_status set_budget(bp_config *c, const char *w, const char *k, json_t *
         return BP_OK;
     }
     if (!json_is_string(v)) return cfg_bad(err, w, k, "a byte count (an integer or a string such as \"2G\")", v);
-    if (!cfg_parse_bytes(json_string_value(v), &c->plan.budget))
+    if (!bp_parse_bytes(json_string_value(v), &c->plan.budget))
         return bp__err(err, BP_ERR_INVALID, "%s: key \"%s\": \"%s\" is not a byte count", w, k, json_string_value(v));
     return BP_OK;
 }

@@ -63,32 +63,7 @@ bool cli_parse_double(const char *s, double *out)
     return true;
 }
 
-bool cli_parse_bytes(const char *s, uint64_t *out)
-{
-    if (!s || !*s || *s == '-') return false;
-    errno = 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0) return false;
-    double mul = 1;
-    if (*end) {
-        switch (*end) {
-        case 'k': case 'K': mul = 1024.0; break;
-        case 'm': case 'M': mul = 1024.0 * 1024; break;
-        case 'g': case 'G': mul = 1024.0 * 1024 * 1024; break;
-        case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; break;
-        default: return false;
-        }
-        end++;
-        if (*end == 'i') end++;
-        if (*end == 'B' || *end == 'b') end++;
-        if (*end) return false;
-    }
-    double b = v * mul;
-    if (b >= 18446744073709551615.0) return false;
-    *out = (uint64_t)b;
-    return true;
-}
+bool cli_parse_bytes(const char *s, uint64_t *out) { return bp_parse_bytes(s, out); }
 
 const char cli_graph_opts_help[] =
     "  --dim SYM=N            bind a symbolic dimension (repeatable)\n"
