@@ -25,23 +25,24 @@
  * small deterministic work budget and is kept when it is smaller; it is what
  * brings the MiniMalloc instances from ~1.33 to ~1.15 x the lower bound.
  *
- * Above 50,000 intervals without fixed offsets, when at most 2,048 are live
- * at once, a single online best-fit pass in time order replaces all this:
- * the live blocks sit in an array sorted by offset, frees come from a heap
- * on upper, and a placement scans the live blocks only (cache-friendly, no
- * per-interval sort).  It packs ~5% looser than the size-ordered runs but
- * is several times faster; search's incumbent phase (quality mode) still
- * runs the size-ordered runs on such inputs.
+ * Above 50,000 intervals without fixed offsets a single online best-fit
+ * pass in time order replaces all this, whatever the live set: frees come
+ * from a heap on upper, and the free gaps sit in two treaps (by size for the
+ * best-fit query, by offset for merging), so it is O(n log n) even on graphs
+ * with thousands of tensors live at once (randwire), where the overlap term
+ * of the size-ordered runs explodes.  Search's incumbent phase (quality
+ * mode) still runs the size-ordered runs on such inputs.
  */
 #include "assign_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The time-order path: above this many intervals, and while at most this
- * many are live at once. */
-#define BF_TIME_ORDER_MIN 50000u
-#define BF_TIME_ORDER_MAX_LIVE 2048u
+/* The time-order pass runs above this many intervals (all, today: it is cheap). */
+#define BF_TIME_ORDER_MIN 0u
+/* Overlap visits the size-ordered runs may spend together (outside search's
+ * quality mode). */
+#define BF_OVERLAP_BUDGET UINT64_C(60000000)
 /* The canonical greedy (assign_greedy.c) runs up to this many free
  * intervals in bestfit (its overlap lists cost O(n + overlaps) to build) and
  * in search's incumbent phase, with these work budgets (overlap visits). */
@@ -252,23 +253,137 @@ static size_t bf_count_lt(const int64_t *a, size_t m, int64_t v, bool le)
 
 /* ------------------------------------------------------- time order */
 
-/* Online best fit in time order, for large inputs: intervals by lower
- * (larger first on ties); the live blocks are kept sorted by offset in an
- * array, frees come from a min-heap on upper.  Each placement scans the
- * live blocks for the smallest gap that holds it (else on top), so a run is
- * O(n log n + n * live): used when the live set stays small.  by_lower[] is
- * the m sized intervals sorted by lower (no fixed offsets).  Returns the
- * arena or 0 with *oom set. */
-typedef struct bf_blk { uint64_t off, end; uint32_t i; } bf_blk;
+/* Online best fit in time order, for large inputs, the way a real
+ * allocator would run the plan: intervals by lower, frees from a min-heap on upper.  The free gaps below the top of the used
+ * space are nodes of two treaps sharing one node pool: one keyed by
+ * (size, offset) answers "smallest gap that holds s" in O(log g), one keyed
+ * by offset finds the neighbours a freed block merges with.  A block freed
+ * at the top lowers the top instead.  A run is O(n log n) whatever the live
+ * set.  by_lower[] is the m sized intervals sorted by lower (no fixed
+ * offsets).  Returns the arena, or 0 with *oom set. */
+typedef struct bf_gap_node {
+    uint64_t off, size;
+    uint32_t c[2][2];           /* children: [treap][left/right]; 0 = none */
+    uint32_t pri;
+} bf_gap_node;
 
-static uint64_t bf_timeorder(const bp_interval *iv, const uint32_t *by_lower, uint32_t m, uint32_t max_live,
+enum { BF_BY_SIZE_T, BF_BY_OFF_T };   /* the two treaps */
+
+typedef struct bf_gaps {
+    bf_gap_node *nd;            /* nd[0] unused: 0 is "no node" */
+    uint32_t cap, n_used, free_list;
+    uint32_t root[2];
+} bf_gaps;
+
+/* Key order in treap k: (size, offset) or offset. */
+static inline bool bf_glt(const bf_gap_node *nd, int k, uint32_t a, uint32_t b)
+{
+    if (k == BF_BY_OFF_T) return nd[a].off < nd[b].off;
+    return nd[a].size < nd[b].size || (nd[a].size == nd[b].size && nd[a].off < nd[b].off);
+}
+
+/* Treap insert/remove, recursive: the depth is the treap's, O(log g)
+ * expected, with priorities hashed from node numbers (not input-driven). */
+static uint32_t bf_gins(bf_gap_node *nd, int k, uint32_t t, uint32_t x)
+{
+    if (!t) return x;
+    int side = !bf_glt(nd, k, x, t);
+    uint32_t ch = nd[t].c[k][side] = bf_gins(nd, k, nd[t].c[k][side], x);
+    if (nd[ch].pri <= nd[t].pri) return t;
+    nd[t].c[k][side] = nd[ch].c[k][!side];   /* rotate ch up */
+    nd[ch].c[k][!side] = t;
+    return ch;
+}
+
+static uint32_t bf_gmerge(bf_gap_node *nd, int k, uint32_t a, uint32_t b)
+{
+    if (!a || !b) return a ? a : b;
+    if (nd[a].pri > nd[b].pri) { nd[a].c[k][1] = bf_gmerge(nd, k, nd[a].c[k][1], b); return a; }
+    nd[b].c[k][0] = bf_gmerge(nd, k, a, nd[b].c[k][0]);
+    return b;
+}
+
+static uint32_t bf_gdel(bf_gap_node *nd, int k, uint32_t t, uint32_t x)
+{
+    if (t == x) return bf_gmerge(nd, k, nd[t].c[k][0], nd[t].c[k][1]);
+    int side = !bf_glt(nd, k, x, t);
+    nd[t].c[k][side] = bf_gdel(nd, k, nd[t].c[k][side], x);
+    return t;
+}
+
+static void bf_gap_remove(bf_gaps *g, uint32_t x)
+{
+    for (int k = 0; k < 2; k++) g->root[k] = bf_gdel(g->nd, k, g->root[k], x);
+    g->nd[x].c[0][0] = g->free_list;      /* recycle */
+    g->free_list = x;
+}
+
+static bool bf_gap_add(bf_gaps *g, uint64_t off, uint64_t size)
+{
+    uint32_t x = g->free_list;
+    if (x) g->free_list = g->nd[x].c[0][0];
+    else {
+        if (g->n_used + 1 >= g->cap) {
+            uint32_t nc = g->cap * 2;
+            bf_gap_node *nn = realloc(g->nd, (size_t)nc * sizeof *nn);
+            if (!nn) return false;
+            g->nd = nn; g->cap = nc;
+        }
+        x = ++g->n_used;
+        uint32_t h = x * 0x9E3779B1u;            /* fixed priority per node */
+        h ^= h >> 15; h *= 0x2C1B3C6Du; h ^= h >> 12;
+        g->nd[x].pri = h;
+    }
+    bf_gap_node *n = &g->nd[x];
+    n->off = off; n->size = size;
+    memset(n->c, 0, sizeof n->c);
+    for (int k = 0; k < 2; k++) g->root[k] = bf_gins(g->nd, k, g->root[k], x);
+    return true;
+}
+
+/* The first gap (by size, then offset) not below (size, off). */
+static uint32_t bf_gap_ceil(const bf_gaps *g, uint64_t size, uint64_t off)
+{
+    uint32_t t = g->root[BF_BY_SIZE_T], r = 0;
+    while (t) {
+        const bf_gap_node *n = &g->nd[t];
+        if (n->size > size || (n->size == size && n->off >= off)) { r = t; t = n->c[BF_BY_SIZE_T][0]; }
+        else t = n->c[BF_BY_SIZE_T][1];
+    }
+    return r;
+}
+
+/* The gap starting at the largest offset below `off` (pred) and the one
+ * starting exactly at `end` (succ). */
+static void bf_gap_around(const bf_gaps *g, uint64_t off, uint64_t end, uint32_t *pred, uint32_t *succ)
+{
+    const int k = BF_BY_OFF_T;
+    uint32_t t = g->root[k];
+    *pred = *succ = 0;
+    while (t) {
+        if (g->nd[t].off < off) { *pred = t; t = g->nd[t].c[k][1]; } else t = g->nd[t].c[k][0];
+    }
+    t = g->root[k];
+    while (t) {
+        if (g->nd[t].off == end) { *succ = t; break; }
+        t = g->nd[t].c[k][end > g->nd[t].off];
+    }
+}
+
+/* How many size-ordered candidates a placement tries when alignment makes
+ * the smallest gaps unusable, before it goes on top. */
+#define BF_ALIGN_TRIES 16
+
+static uint64_t bf_timeorder(const bp_interval *iv, const uint32_t *by_lower, uint32_t m,
                              uint64_t *off, bool *oom)
 {
-    bf_blk *blk = malloc(((size_t)max_live + 1) * sizeof *blk);
-    uint32_t *heap = malloc(((size_t)max_live + 1) * sizeof *heap);
-    if (!blk || !heap) { free(blk); free(heap); *oom = true; return 0; }
-    uint32_t nb = 0, hn = 0;
-    uint64_t arena = 0;
+    bf_gaps g = { 0 };
+    g.cap = 1024;
+    g.nd = malloc((size_t)g.cap * sizeof *g.nd);
+    uint32_t *heap = malloc(((size_t)m + 1) * sizeof *heap);
+    if (!g.nd || !heap) { free(g.nd); free(heap); *oom = true; return 0; }
+    uint32_t hn = 0;
+    uint64_t arena = 0, top = 0;
     for (uint32_t p = 0; p < m; p++) {
         uint32_t i = by_lower[p];
         const bp_interval *x = &iv[i];
@@ -284,37 +399,48 @@ static uint64_t bf_timeorder(const bp_interval *iv, const uint32_t *by_lower, ui
                 heap[q] = heap[r]; q = r;
             }
             heap[q] = v;
-            /* remove d's block: binary search by offset */
-            uint32_t lo = 0, hi = nb;
-            while (lo < hi) { uint32_t mid = (lo + hi) / 2; if (blk[mid].off < off[d]) lo = mid + 1; else hi = mid; }
-            while (lo < nb && blk[lo].i != d) lo++;
-            if (lo < nb) { memmove(blk + lo, blk + lo + 1, (nb - lo - 1) * sizeof *blk); nb--; }
+            /* give d's bytes back, merged with the free neighbours */
+            uint64_t o = off[d], e = off[d] + iv[d].size;
+            uint32_t pr, su;
+            bf_gap_around(&g, o, e, &pr, &su);
+            if (pr && g.nd[pr].off + g.nd[pr].size == o) { o = g.nd[pr].off; bf_gap_remove(&g, pr); }
+            if (su) { e = g.nd[su].off + g.nd[su].size; bf_gap_remove(&g, su); }
+            if (e >= top) top = o;
+            else if (!bf_gap_add(&g, o, e - o)) goto oom;
         }
-        uint64_t floor = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
-        uint32_t at = nb, best_at = nb;
-        for (uint32_t b = 0; b < nb; b++) {
-            if (blk[b].off > floor) {
-                uint64_t o = bp__align_up(floor, x->alignment);
-                if (o + x->size <= blk[b].off && blk[b].off - floor < best_gap) {
-                    best_gap = blk[b].off - floor; best = o; best_at = b;
-                }
+        /* the smallest gap that holds x (aligned), else the top */
+        uint64_t at = UINT64_MAX;
+        uint32_t cand = bf_gap_ceil(&g, x->size, 0);
+        for (int t = 0; cand && t < BF_ALIGN_TRIES; t++) {
+            bf_gap_node n = g.nd[cand];
+            uint64_t o = bp__align_up(n.off, x->alignment);
+            if (o - n.off <= n.size && n.size - (o - n.off) >= x->size) {
+                bf_gap_remove(&g, cand);
+                if (o > n.off && !bf_gap_add(&g, n.off, o - n.off)) goto oom;
+                if (o + x->size < n.off + n.size && !bf_gap_add(&g, o + x->size, n.off + n.size - o - x->size)) goto oom;
+                at = o;
+                break;
             }
-            if (blk[b].end > floor) floor = blk[b].end;
+            cand = bf_gap_ceil(&g, n.size, n.off + 1);
         }
-        if (best == UINT64_MAX) { best = bp__align_up(floor, x->alignment); best_at = nb; }
-        at = best_at;
-        off[i] = best;
-        if (best + x->size > arena) arena = best + x->size;
-        memmove(blk + at + 1, blk + at, (nb - at) * sizeof *blk);
-        blk[at].off = best; blk[at].end = best + x->size; blk[at].i = i;
-        nb++;
+        if (at == UINT64_MAX) {
+            at = bp__align_up(top, x->alignment);
+            if (at > top && !bf_gap_add(&g, top, at - top)) goto oom;
+            top = at + x->size;
+            if (top > arena) arena = top;
+        }
+        off[i] = at;
         /* push on the end heap */
         uint32_t q = hn++;
         while (q > 0 && iv[heap[(q - 1) / 2]].upper > x->upper) { heap[q] = heap[(q - 1) / 2]; q = (q - 1) / 2; }
         heap[q] = i;
     }
-    free(blk); free(heap);
+    free(g.nd); free(heap);
     return arena;
+oom:
+    free(g.nd); free(heap);
+    *oom = true;
+    return 0;
 }
 
 bp_status bp__assign_bestfit(const bp_interval *iv, size_t n, const bp_assign_options *o,
@@ -383,25 +509,34 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         bf_radix(key, order, tk, ti, m);
         for (uint32_t p = 0; p < m; p++) U[p] = iv[order[p]].upper;
     }
-    /* Large inputs whose live set stays small: online best fit in time
-     * order (no fixed offsets: those would need the whole lifetime). */
-    if (!quality && n_free == m && m > BF_TIME_ORDER_MIN) {
-        uint32_t live = 0, max_live = 0, q = 0;
-        for (uint32_t p = 0; p < m; p++) {
-            while (q < m && U[q] <= c.L[p]) { q++; live--; }
-            if (++live > max_live) max_live = live;
+    /* Online best fit in time order first: O(n log n) whatever the live
+     * set, and often at the lower bound already (no fixed offsets: those
+     * would need the whole lifetime). */
+    if (n_free == m && m > BF_TIME_ORDER_MIN) {
+        bool oom = false;
+        uint64_t ar = bf_timeorder(iv, c.by_lower, m, work, &oom);
+        if (oom) goto oom;
+        if (ar < best) {
+            best = ar;
+            for (uint32_t p = 0; p < m; p++) offsets[c.by_lower[p]] = work[c.by_lower[p]];
         }
-        if (max_live <= BF_TIME_ORDER_MAX_LIVE) {
-            bool oom = false;
-            uint64_t ar = bf_timeorder(iv, c.by_lower, m, max_live, work, &oom);
-            if (oom) goto oom;
-            if (ar < best) {
-                best = ar;
-                for (uint32_t p = 0; p < m; p++) offsets[c.by_lower[p]] = work[c.by_lower[p]];
-            }
-            res->arena_bytes = best;
-            goto done;
+        if (best <= lb) { res->arena_bytes = best; goto done; }
+    }
+    /* The size-ordered runs cost O(n log n + overlaps) each: count the
+     * overlapping pairs (each interval against those live at its lower)
+     * and run as many orders as the budget allows; none when even one would
+     * blow it (randwire at 10^5+ has thousands live at once). */
+    int n_orders = BF_N_ORDERS;
+    if (!quality) {
+        uint64_t overlaps = 0;
+        for (uint32_t p = 0, q = 0; p < m; p++) {
+            while (q < m && U[q] <= c.L[p]) q++;
+            overlaps += p - q;   /* started before p and not ended by L[p] (ties on lower: close enough) */
         }
+        uint64_t per = overlaps + (uint64_t)m * 8;
+        n_orders = per * BF_N_ORDERS <= BF_OVERLAP_BUDGET ? BF_N_ORDERS : (int)(BF_OVERLAP_BUDGET / per);
+        if (n_orders == 0 && n_free == m && m > BF_TIME_ORDER_MIN) { res->arena_bytes = best; goto done; }
+        if (n_orders == 0) n_orders = 1;   /* nothing else ran: one order, whatever it costs */
     }
     /* The interval tree over ranks of distinct lowers.  qa[i] = rank of
      * lower; work[i] = rank of upper = number of distinct lowers < upper. */
@@ -467,7 +602,6 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
     memcpy(work, offsets, n * sizeof *work);
 
     /* More orders on smaller inputs; one run costs O(n log n + overlaps). */
-    int n_orders = quality || n_free <= 100000 ? BF_N_ORDERS : n_free <= 500000 ? 2 : 1;
     for (int ord = 0; ord < n_orders && best > lb; ord++) {
         if (ord > 0 && deadline > 0 && bp__now() >= deadline) break;
         /* Build the order: sort by secondary, then (stably) by primary, both

@@ -11,7 +11,8 @@
  *    at a later step, it is not a graph output, and offsets agree.  Claims are
  *    checked in step order with a union-find;
  * 4. every storage lies inside the arena, aligned; no two storages that are
- *    live at a common step overlap in bytes: a sweep over steps with the live
+ *    live at a common step (as the plan declares its intervals, which cover
+ *    the true ones) overlap in bytes: a sweep over steps with the live
  *    storages kept in a treap ordered by offset, so each insertion checks only
  *    its neighbours — O(n log n);
  * 5. the lower bound in the plan's stats equals max live bytes; events do not
@@ -133,7 +134,8 @@ typedef struct vdata {
     int32_t *first, *last;  /* n_t true intervals */
     int32_t *vroot;     /* n_t view root */
     int32_t *par;       /* n_t union-find over view roots (storages) */
-    int32_t *sfirst, *slast; /* per storage rep */
+    int32_t *sfirst, *slast; /* per storage rep: true (from the graph) */
+    int32_t *dfirst, *dlast; /* per storage rep: as the plan declares it */
     uint64_t *ssize;    /* per storage rep (max member group size) */
     uint64_t *soff;     /* per storage rep */
     uint8_t *sout;      /* storage holds a graph output */
@@ -174,6 +176,9 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
     d.par = bp__alloc(a, nt1 * sizeof *d.par);
     d.sfirst = bp__alloc(a, nt1 * sizeof *d.sfirst);
     d.slast = bp__alloc(a, nt1 * sizeof *d.slast);
+    d.dfirst = bp__alloc(a, nt1 * sizeof *d.dfirst);
+    d.dlast = bp__alloc(a, nt1 * sizeof *d.dlast);
+    int64_t *dlive = bp__calloc(a, no + 1, sizeof *dlive);
     d.ssize = bp__alloc(a, nt1 * sizeof *d.ssize);
     d.soff = bp__alloc(a, nt1 * sizeof *d.soff);
     d.sout = bp__calloc(a, nt1, 1);
@@ -183,7 +188,7 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
     treap tr = {bp__alloc(a, nt1 * sizeof(int32_t)), bp__alloc(a, nt1 * sizeof(int32_t)),
                 bp__alloc(a, nt1 * sizeof(uint32_t)), NULL, -1};
     bp_status st = BP_OK;
-    if (!d.step || !d.first || !d.last || !d.vroot || !d.par || !d.sfirst || !d.slast || !d.ssize || !d.soff ||
+    if (!d.step || !d.first || !d.last || !d.vroot || !d.par || !d.sfirst || !d.slast || !d.dfirst || !d.dlast || !dlive || !d.ssize || !d.soff ||
         !d.sout || !d.byfirst || !d.bylast || !tmp || !tr.l || !tr.r || !tr.prio) {
         st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory verifying", g->name);
         goto out;
@@ -334,10 +339,23 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
     }
     if (v->n_reasons) goto report;
 
-    /* 4. arena bounds and the sweep.  Storages: reps with an offset. */
+    /* 4. arena bounds and the sweep.  Storages: reps with an offset.  The
+     * overlap sweep runs over the intervals the plan declares (they cover
+     * the true ones, checked above), so a plan whose own records show two
+     * live tensors sharing bytes is rejected even where the true lifetimes
+     * would let it pass; the lower bound is over the true ones. */
     {
         uint64_t arena = p->stats.arena_bytes, align = p->alignment ? p->alignment : 1;
         size_t ns = 0;
+        for (size_t t = 0; t < nt; t++) { d.dfirst[t] = INT32_MAX; d.dlast[t] = -1; }
+        for (size_t t = 0; t < nt; t++) {
+            if (d.first[t] < 0) continue;
+            int32_t r = uf_find(d.par, d.vroot[t]);
+            const bp_tensor_plan *tp = &p->tp[t];
+            int32_t f = tp->first < 0 ? 0 : tp->first, l = tp->last >= (int32_t)no ? (int32_t)no - 1 : tp->last;
+            if (f < d.dfirst[r]) d.dfirst[r] = f;
+            if (l > d.dlast[r]) d.dlast[r] = l;
+        }
         for (size_t t = 0; t < nt; t++) {
             if (d.vroot[t] != (int32_t)t || uf_find(d.par, (int32_t)t) != (int32_t)t) continue;
             if (d.soff[t] == BP_NO_OFFSET || d.sfirst[t] == INT32_MAX) continue;
@@ -348,26 +366,24 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
             d.byfirst[ns] = (int32_t)t;
             d.bylast[ns] = (int32_t)t;
             ns++;
+            dlive[d.sfirst[t]] += (int64_t)bp__align_up(d.ssize[t], align);
+            dlive[d.slast[t] + 1] -= (int64_t)bp__align_up(d.ssize[t], align);
         }
         if (v->n_reasons) goto report;
-        sort_by_key(d.byfirst, ns, d.sfirst, tmp);
-        sort_by_key(d.bylast, ns, d.slast, tmp);
+        sort_by_key(d.byfirst, ns, d.dfirst, tmp);
+        sort_by_key(d.bylast, ns, d.dlast, tmp);
         tr.key = d.soff;
         for (size_t i = 0; i < ns; i++) tr.prio[d.byfirst[i]] = (uint32_t)bp__hash_bytes(&d.byfirst[i], sizeof(int32_t), 7);
-        /* live bytes for the lower bound */
-        int64_t live = 0, best = 0;
         size_t ia = 0, ie = 0;
         uint8_t *in_tree = bp__calloc(a, nt1, 1);
         if (!in_tree) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory verifying", g->name); goto out; }
         for (int32_t s = 0; s < (int32_t)no; s++) {
-            while (ie < ns && d.slast[d.bylast[ie]] < s) {
+            while (ie < ns && d.dlast[d.bylast[ie]] < s) {
                 int32_t x = d.bylast[ie++];
                 if (in_tree[x]) { tp_erase(&tr, x); in_tree[x] = 0; }
-                live -= (int64_t)bp__align_up(d.ssize[x], align);
             }
-            while (ia < ns && d.sfirst[d.byfirst[ia]] == s) {
+            while (ia < ns && d.dfirst[d.byfirst[ia]] == s) {
                 int32_t x = d.byfirst[ia++];
-                live += (int64_t)bp__align_up(d.ssize[x], align);
                 if (d.ssize[x] == 0) continue;
                 int32_t pred, succ;
                 tp_insert(&tr, x);
@@ -377,16 +393,21 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
                 else if (succ >= 0 && d.soff[succ] < d.soff[x] + d.ssize[x]) bad = succ;
                 if (bad >= 0) {
                     reason(v, "tensors \"%s\" [%llu, +%llu) live [%d, %d] and \"%s\" [%llu, +%llu) live [%d, %d] overlap in bytes at step %d",
-                           TN(x), (unsigned long long)d.soff[x], (unsigned long long)d.ssize[x], d.sfirst[x], d.slast[x],
-                           TN(bad), (unsigned long long)d.soff[bad], (unsigned long long)d.ssize[bad], d.sfirst[bad], d.slast[bad], s);
+                           TN(x), (unsigned long long)d.soff[x], (unsigned long long)d.ssize[x], d.dfirst[x], d.dlast[x],
+                           TN(bad), (unsigned long long)d.soff[bad], (unsigned long long)d.ssize[bad], d.dfirst[bad], d.dlast[bad], s);
                     tp_erase(&tr, x);
                 } else {
                     in_tree[x] = 1;
                 }
             }
-            if (live > best) best = live;
         }
         bp__free(a, in_tree, nt1);
+        /* live bytes for the lower bound, over the true intervals */
+        int64_t live = 0, best = 0;
+        for (size_t s = 0; s < no; s++) {
+            live += dlive[s];
+            if (live > best) best = live;
+        }
         if (!v->n_reasons && p->stats.lower_bound_bytes && (uint64_t)best != p->stats.lower_bound_bytes)
             reason(v, "the plan's lower bound %llu differs from the live bytes the verifier measures, %lld",
                    (unsigned long long)p->stats.lower_bound_bytes, (long long)best);
@@ -435,6 +456,9 @@ out:
     bp__free(a, d.par, nt1 * sizeof *d.par);
     bp__free(a, d.sfirst, nt1 * sizeof *d.sfirst);
     bp__free(a, d.slast, nt1 * sizeof *d.slast);
+    bp__free(a, d.dfirst, nt1 * sizeof *d.dfirst);
+    bp__free(a, d.dlast, nt1 * sizeof *d.dlast);
+    bp__free(a, dlive, (no + 1) * sizeof *dlive);
     bp__free(a, d.ssize, nt1 * sizeof *d.ssize);
     bp__free(a, d.soff, nt1 * sizeof *d.soff);
     bp__free(a, d.sout, nt1);
