@@ -5,7 +5,7 @@
  *   speed:   kahn + lifetimes + bestfit + events + verify on randwire graphs of
  *            10^4 .. 10^7 tensors (graph already in memory), with the planner's
  *            own peak memory per tensor (a counting allocator).
- * usage: bench_plan [quality|speed|all] [--quick] [--max N]
+ * usage: bench_plan [quality|speed|all] [--quick] [--min N] [--max N]
  */
 #include <bufplan.h>
 
@@ -73,12 +73,13 @@ static void quality(void)
     printf("\n");
 }
 
-static void speed(long max_tensors, bp_assign_kind assign)
+static void speed(long min_tensors, long max_tensors, bp_assign_kind assign)
 {
     printf("### Planning speed on randwire (kahn + lifetimes + %s + events + verify, one core)\n\n", bp_assign_name(assign));
     printf("| tensors | ops | gen s | plan s | verify s | total s | us/tensor | (plan+verify)/(n log2 n) ns | planner bytes/tensor | arena/LB |\n");
     printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (long target = 10000; target <= max_tensors; target *= 10) {
+        if (target < min_tensors) continue;
         bp_error err;
         bp_gen_options go;
         bp_gen_options_init(&go);
@@ -117,15 +118,16 @@ static void speed(long max_tensors, bp_assign_kind assign)
 int main(int argc, char **argv)
 {
     const char *what = "all";
-    long max = 10000000;
+    long max = 10000000, min = 0;
     bp_assign_kind assign = BP_ASSIGN_BESTFIT;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) max = 1000000;
         else if (!strcmp(argv[i], "--max") && i + 1 < argc) max = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--min") && i + 1 < argc) min = atol(argv[++i]);
         else if (!strcmp(argv[i], "-a") && i + 1 < argc) { if (bp_assign_parse(argv[++i], &assign)) return 2; }
         else what = argv[i];
     }
     if (!strcmp(what, "quality") || !strcmp(what, "all")) quality();
-    if (!strcmp(what, "speed") || !strcmp(what, "all")) speed(max, assign);
+    if (!strcmp(what, "speed") || !strcmp(what, "all")) speed(min, max, assign);
     return 0;
 }

@@ -331,7 +331,11 @@ bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan 
     double t0 = bp__now();
     bp_schedule_info info;
     memset(&info, 0, sizeof info);
-    bp_status s = bp_schedule_ex(g, opts, order, &info, err);
+    /* given and kahn without a budget need no evaluator (their peak is the
+     * plan's lower bound anyway): the fast path of bp_schedule */
+    bp_status s = (opts->sched == BP_SCHED_GIVEN || opts->sched == BP_SCHED_KAHN) && !opts->budget
+                      ? bp_schedule(g, opts, order, err)
+                      : bp_schedule_ex(g, opts, order, &info, err);
     double ts = bp__now() - t0;
     if (!s) s = bp_plan_graph_order(g, opts, order, out, err);
     if (*out) {
