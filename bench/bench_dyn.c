@@ -48,36 +48,43 @@ static void rm_cache(const char *dir)
 
 static void bench_cache(int quick)
 {
-    /* the graph bench_plan uses for "N tensors": randwire, N/8 nodes, 4 stages */
+    /* the graph bench_plan uses for "N tensors": randwire, 3 stages of
+     * N*10/245 nodes (about 8.2 tensors per node per stage) */
     int n = quick ? 100000 : 1000000;
     bp_gen_options go;
     bp_gen_options_init(&go);
-    go.nodes = n / 8;
-    go.layers = 4;
+    go.nodes = n * 10 / 245;
+    go.layers = 3;
     bp_graph *g = NULL;
     bp_error err;
     if (bp_gen("randwire", &go, NULL, &g, &err)) die(&err);
-    /* kahn + bestfit, the cheapest planner: the speed-up over the default
-     * (best, minutes at this size) is far larger */
-    bp_plan_options po;
+    /* The plan cached is the default planner's (best + bestfit, its
+     * default time limit): what `bufplan plan --cache` saves a user.  The
+     * cheapest planner (kahn + bestfit) is timed beside it. */
+    bp_plan_options po, cheap;
     bp_plan_options_init(&po);
-    po.sched = BP_SCHED_KAHN;
-    po.assign = BP_ASSIGN_BESTFIT;
+    bp_plan_options_init(&cheap);
+    cheap.sched = BP_SCHED_KAHN;
+    cheap.assign = BP_ASSIGN_BESTFIT;
     char dir[256];
     snprintf(dir, sizeof dir, "/tmp/bench_dyn_cache_%d", (int)getpid());
     rm_cache(dir);
     bp_plan_cache *c = NULL;
     if (bp_plan_cache_open(dir, NULL, &c, &err)) die(&err);
 
-    double best_plan = 1e30, best_key = 1e30, best_load = 1e30, best_verify = 1e30, t;
+    double best_plan = 1e30, best_cheap = 1e30, best_key = 1e30, best_load = 1e30, best_verify = 1e30, t;
     bp_plan *p = NULL;
     for (int r = 0; r < 3; r++) {
         t = cpu_now();
-        if (bp_plan_graph(g, &po, &p, &err)) die(&err);
+        if (bp_plan_graph(g, &cheap, &p, &err)) die(&err);
         t = cpu_now() - t;
-        if (t < best_plan) best_plan = t;
-        if (r < 2) { bp_plan_free(p); p = NULL; }
+        if (t < best_cheap) best_cheap = t;
+        bp_plan_free(p);
+        p = NULL;
     }
+    t = cpu_now();   /* once: it runs to its time limit */
+    if (bp_plan_graph(g, &po, &p, &err)) die(&err);
+    best_plan = cpu_now() - t;
     bp_cache_key key;
     t = cpu_now();
     if (bp_cache_key_make(g, "", &po, &key, &err)) die(&err);
@@ -107,16 +114,21 @@ static void bench_cache(int quick)
     int32_t nt = bp_graph_n_tensors(g);
     if (json_out) {
         printf("{\"suite\": \"dyn\", \"part\": \"cache\", \"tensors\": %d, \"ops\": %d, \"file_bytes\": %ld, \"plan_s\": %.6f,"
-               " \"write_s\": %.6f, \"hash_s\": %.6f, \"load_s\": %.6f, \"load_verify_s\": %.6f, \"speedup\": %.1f, \"speedup_verify\": %.1f}\n",
-               nt, bp_graph_n_ops(g), fsize, best_plan, tw, best_key, best_load, best_verify, best_plan / best_load, best_plan / best_verify);
+               " \"plan_kahn_s\": %.6f, \"write_s\": %.6f, \"hash_s\": %.6f, \"load_s\": %.6f, \"load_verify_s\": %.6f, \"speedup\": %.1f, \"speedup_verify\": %.1f,"
+               " \"speedup_kahn\": %.1f}\n",
+               nt, bp_graph_n_ops(g), fsize, best_plan, best_cheap, tw, best_key, best_load, best_verify, best_plan / best_load,
+               best_plan / best_verify, best_cheap / best_load);
     } else {
-        printf("### Plan cache: planning vs loading (randwire, %d tensors, %d ops; kahn + bestfit; CPU time, best of 3)\n\n", nt, bp_graph_n_ops(g));
-        printf("| step | time | vs planning |\n|---|---:|---:|\n");
-        printf("| plan (bp_plan_graph) | %.1f ms | 1.0x |\n", best_plan * 1e3);
+        printf("### Plan cache: planning vs loading (randwire, %d tensors, %d ops; CPU time, loads best of 3)\n\n", nt, bp_graph_n_ops(g));
+        printf("| step | time | planning / this |\n|---|---:|---:|\n");
+        printf("| plan, default planner (best + bestfit; the plan cached) | %.1f ms | 1.0x |\n", best_plan * 1e3);
+        printf("| plan, cheapest planner (kahn + bestfit, best of 3) | %.1f ms | |\n", best_cheap * 1e3);
         printf("| write the cache file (%.1f MiB) | %.1f ms | |\n", (double)fsize / 1048576.0, tw * 1e3);
         printf("| graph hash (key) alone | %.1f ms | |\n", best_key * 1e3);
-        printf("| load: key + read + checksum + checks + events | %.1f ms | **%.0fx faster** |\n", best_load * 1e3, best_plan / best_load);
-        printf("| load + bp_verify (the default) | %.1f ms | %.0fx faster |\n\n", best_verify * 1e3, best_plan / best_verify);
+        printf("| load: key + read + checksum + checks + events | %.1f ms | **%.0fx** (kahn: %.1fx) |\n", best_load * 1e3,
+               best_plan / best_load, best_cheap / best_load);
+        printf("| load + bp_verify (the default) | %.1f ms | %.0fx (kahn: %.1fx) |\n\n", best_verify * 1e3, best_plan / best_verify,
+               best_cheap / best_verify);
     }
     bp_plan_free(p);
     bp_plan_cache_close(c);

@@ -9,10 +9,15 @@
 # generated graphs, plans and CSV from fuzz_seeds, the small files of
 # tests/regress/, and ../shared/data ($BP_DATA): graphs, ONNX models and
 # MiniMalloc CSV under 256 KiB.
-# Environment: BP_FUZZ_BUILD (default build-fuzz), BP_DATA, BP_FUZZ_JOBS (-j for the build).
+# Environment: BP_FUZZ_BUILD (default build-fuzz), BP_DATA, BP_FUZZ_JOBS (-j for the build),
+# BP_FUZZ_SEED (default 1; 0 = random).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-${BP_FUZZ_SECONDS:-30}}
+# A fixed seed by default, so a CI run retraces the runs made here before a
+# commit (same inputs in the same order, as far as the time allows);
+# BP_FUZZ_SEED=0 lets libFuzzer pick one (for long exploratory runs).
+seed=${BP_FUZZ_SEED:-1}
 [ $# -gt 0 ] && shift
 build=${BP_FUZZ_BUILD:-$root/build-fuzz}
 data=${BP_DATA:-$root/../shared/data}
@@ -54,7 +59,7 @@ printf '%-20s %12s %8s %s\n' harness executions seconds result
 for h in "${harnesses[@]}"; do
   log=$build/$h.log
   set +e
-  "$build/$h" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2560 -max_len=262144 -print_final_stats=1 \
+  "$build/$h" -seed="$seed" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2560 -max_len=262144 -print_final_stats=1 \
     -artifact_prefix="$build/crashes/$h-" "$build/corpus/$h" "$seeds/$h" >"$log" 2>&1
   rc=$?
   set -e

@@ -43,6 +43,8 @@
 /* Overlap visits the size-ordered runs may spend together (outside search's
  * quality mode). */
 #define BF_OVERLAP_BUDGET UINT64_C(60000000)
+#define BF_SIZE_RUNS_ONE 500000u
+#define BF_SIZE_RUNS_MAX 2000000u
 /* The canonical greedy (assign_greedy.c) runs up to this many free
  * intervals in bestfit (its overlap lists cost O(n + overlaps) to build) and
  * in search's incumbent phase, with these work budgets (overlap visits). */
@@ -479,19 +481,18 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
     c.m = m;
     c.by_lower = bp__alloc(a, (size_t)m * sizeof *c.by_lower);
     c.L = bp__alloc(a, (size_t)m * sizeof *c.L);
-    c.qa = bp__alloc(a, n * sizeof *c.qa);
-    c.after = bp__alloc(a, n * sizeof *c.after);
-    c.pend = bp__alloc(a, n * sizeof *c.pend);
     uint64_t *key = bp__alloc(a, (size_t)m * sizeof *key);
     uint64_t *tk = bp__alloc(a, (size_t)m * sizeof *tk);
     uint32_t *ti = bp__alloc(a, (size_t)m * sizeof *ti);
-    uint32_t *order = bp__alloc(a, (size_t)m * sizeof *order);
     uint64_t *work = bp__alloc(a, n * sizeof *work);
-    int64_t *U = bp__alloc(a, (size_t)m * sizeof *U);
+    /* the rest only if the size-ordered runs go ahead (page faults on fresh
+     * memory are a good part of the time-order pass's cost at 10^7) */
+    uint32_t *order = NULL;
+    int64_t *U = NULL;
     uint32_t *nodeof = NULL;
-    if (!c.by_lower || !c.L || !c.qa || !c.after || !c.pend || !key || !tk || !ti || !order || !work || !U) goto oom;
+    if (!c.by_lower || !c.L || !key || !tk || !ti || !work) goto oom;
 
-    /* positions by lower; intervals by upper (in `order`, temporarily) */
+    /* positions by lower */
     {
         uint32_t k = 0;
         for (size_t i = 0; i < n; i++) {
@@ -502,12 +503,6 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         }
         bf_radix(key, c.by_lower, tk, ti, m);
         for (uint32_t p = 0; p < m; p++) c.L[p] = iv[c.by_lower[p]].lower;
-        for (uint32_t p = 0; p < m; p++) {
-            order[p] = c.by_lower[p];
-            key[p] = (uint64_t)iv[order[p]].upper ^ (UINT64_C(1) << 63);
-        }
-        bf_radix(key, order, tk, ti, m);
-        for (uint32_t p = 0; p < m; p++) U[p] = iv[order[p]].upper;
     }
     /* Online best fit in time order first: O(n log n) whatever the live
      * set, and often at the lower bound already (no fixed offsets: those
@@ -522,6 +517,19 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         }
         if (best <= lb) { res->arena_bytes = best; goto done; }
     }
+    c.qa = bp__alloc(a, n * sizeof *c.qa);
+    c.after = bp__alloc(a, n * sizeof *c.after);
+    c.pend = bp__alloc(a, n * sizeof *c.pend);
+    order = bp__alloc(a, (size_t)m * sizeof *order);
+    U = bp__alloc(a, (size_t)m * sizeof *U);
+    if (!c.qa || !c.after || !c.pend || !order || !U) goto oom;
+    /* intervals by upper (in `order`, temporarily) */
+    for (uint32_t p = 0; p < m; p++) {
+        order[p] = c.by_lower[p];
+        key[p] = (uint64_t)iv[order[p]].upper ^ (UINT64_C(1) << 63);
+    }
+    bf_radix(key, order, tk, ti, m);
+    for (uint32_t p = 0; p < m; p++) U[p] = iv[order[p]].upper;
     /* The size-ordered runs cost O(n log n + overlaps) each: count the
      * overlapping pairs (each interval against those live at its lower)
      * and run as many orders as the budget allows; none when even one would
@@ -535,6 +543,11 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         }
         uint64_t per = overlaps + (uint64_t)m * 8;
         n_orders = per * BF_N_ORDERS <= BF_OVERLAP_BUDGET ? BF_N_ORDERS : (int)(BF_OVERLAP_BUDGET / per);
+        /* a size-ordered run costs ~1 us per interval even without overlaps:
+         * one above half a million, none above two million (the time-order
+         * pass alone keeps 10^7 intervals within seconds) */
+        if (m > BF_SIZE_RUNS_ONE && n_orders > 1) n_orders = 1;
+        if (m > BF_SIZE_RUNS_MAX) n_orders = 0;
         if (n_orders == 0 && n_free == m && m > BF_TIME_ORDER_MIN) { res->arena_bytes = best; goto done; }
         if (n_orders == 0) n_orders = 1;   /* nothing else ran: one order, whatever it costs */
     }
