@@ -36,13 +36,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             snprintf(name, sizeof name, "t%d", nt);
             unsigned kind = fz_u8(&b);
             if (kind % 11 == 0) {           /* a shaped tensor, maybe symbolic */
-                /* Known issue (tests/regress/known/random_graph-dynamic-view.bin):
-                 * a symbolic-size view of a planned tensor is put in the arena
-                 * by the planner and refused by the verifier.  Until the two
-                 * agree, views (types Reshape/Identity, explicit view_of) get
-                 * static sizes here so the fuzzer can look past it. */
-                bool view_op = (c >> 5) == 3 || (c >> 5) == 6;
-                bool sym = (kind & 0x10) && (!view_op || getenv("BP_FUZZ_DYNAMIC_VIEWS"));
+                /* views may be symbolic too: a symbolic view of a planned
+                 * tensor shares its root's bytes (tests/regress/fuzz_random_graph/dynamic-view.bin) */
+                bool sym = (kind & 0x10) != 0;
                 int64_t dims[2] = {1 + fz_u8(&b), sym ? BP_DIM_SYMBOLIC : 1 + fz_u8(&b)};
                 const char *syms[2] = {NULL, "S"};
                 if (bp_graph_add_tensor_shape(g, name, BP_DT_F32, 2, dims, syms, &out[i], &err)) abort();
@@ -60,8 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         unsigned h = fz_u8(&b);
         if (h % 9 == 0) bp_graph_set_inplace(g, op, out[0], in[0], &err);
-        if (h % 13 == 1 && bp_graph_tensor_view_of(g, in[0]) < 0 &&
-            (getenv("BP_FUZZ_DYNAMIC_VIEWS") || !bp_graph_tensor_is_dynamic(g, out[0])))
+        if (h % 13 == 1 && bp_graph_tensor_view_of(g, in[0]) < 0)
             bp_graph_set_view(g, out[0], in[0], &err);
         if (h % 5 == 2) bp_graph_mark(g, out[n_o - 1], BP_TENSOR_OUTPUT, &err);
     }
