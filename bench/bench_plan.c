@@ -15,22 +15,32 @@
 #include <string.h>
 #include <time.h>
 
+/* Counts the planner's bytes; the memory itself comes from the library's
+ * default allocator (malloc with huge-page advice on large blocks). */
 typedef struct counting { size_t live, peak; } counting;
 static void *c_alloc(void *ctx, size_t n)
 {
     counting *c = ctx;
-    void *p = malloc(n ? n : 1);
+    const bp_allocator *d = bp_allocator_default();
+    void *p = d->alloc(d->ctx, n);
     if (p) { c->live += n; if (c->live > c->peak) c->peak = c->live; }
     return p;
 }
 static void *c_realloc(void *ctx, void *p, size_t o, size_t n)
 {
     counting *c = ctx;
-    void *q = realloc(p, n ? n : 1);
+    const bp_allocator *d = bp_allocator_default();
+    void *q = d->realloc(d->ctx, p, o, n);
     if (q) { c->live += n - o; if (c->live > c->peak) c->peak = c->live; }
     return q;
 }
-static void c_free(void *ctx, void *p, size_t n) { counting *c = ctx; if (p) c->live -= n; free(p); }
+static void c_free(void *ctx, void *p, size_t n)
+{
+    counting *c = ctx;
+    const bp_allocator *d = bp_allocator_default();
+    if (p) c->live -= n;
+    d->free(d->ctx, p, n);
+}
 
 static double now(void)
 {

@@ -75,6 +75,11 @@ typedef struct bp_allocator {
     void *ctx;
 } bp_allocator;
 
+/* The allocator used where NULL is passed: malloc / realloc / free, asking
+ * for transparent huge pages on blocks of 4 MiB and more (Linux).  A
+ * caller's allocator may forward to it (e.g. to count bytes). */
+const bp_allocator *bp_allocator_default(void);
+
 /* ------------------------------------------------------------------- graph */
 
 typedef struct bp_graph bp_graph;

@@ -24,6 +24,8 @@ void *bp__alloc(const bp_allocator *a, size_t size);
 void *bp__calloc(const bp_allocator *a, size_t n, size_t size); /* overflow-checked */
 void *bp__realloc(const bp_allocator *a, void *p, size_t old_size, size_t new_size);
 void bp__free(const bp_allocator *a, void *p, size_t size);
+/* Asks for transparent huge pages on a large block (advice only). */
+void bp__hint_huge(void *p, size_t n);
 /* Grows *arr (elements of elem bytes) so that it holds at least `need`
  * elements; *cap is updated.  Returns false on overflow or OOM. */
 bool bp__grow(const bp_allocator *a, void **arr, size_t *cap, size_t need, size_t elem);
