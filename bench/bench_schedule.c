@@ -10,17 +10,29 @@
  *            randwire graph of about 10^6 ops.
  *   ONNX models with symbolic dimensions get them bound: batch-like symbols
  *   (N, batch*, unk*) to 1, every other symbol to 640 (the detector's input).
- * usage: bench_schedule [quality|speed|all] [--quick] [--json] [--time-limit S]
+ *   orders:  for regression checks of the fast orders: per graph and per
+ *            scheduler (list, lpmf, seed, with and without random tie-breaks)
+ *            the peak, an FNV-1a hash of the order, and the time of the
+ *            scheduler alone (the sgraph is built once, timed apart).
+ * usage: bench_schedule [quality|speed|orders|all] [--quick] [--json] [--time-limit S] [--no-best]
  */
 #include <bufplan.h>
 #include "bufplan_sched.h"
 #include "internal.h" /* the graph's symbol names, to bind them */
+#include "schedule_internal.h" /* orders: the schedulers alone */
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static double now(void)
 {
@@ -35,6 +47,7 @@ static const bp_sched_kind kinds[] = {BP_SCHED_GIVEN, BP_SCHED_KAHN, BP_SCHED_DF
 
 static int json_out, n_rows, n_worse;
 static double time_limit = 2.0;
+static int speed_no_best;
 
 static void row(const char *name, bp_graph *g)
 {
@@ -179,23 +192,119 @@ static void speed(int quick)
     fprintf(stderr, "randwire with %d ops generated in %.1f s\n", n, now() - t0);
     int32_t *order = malloc((size_t)n * sizeof *order);
     static const bp_sched_kind sk[] = {BP_SCHED_KAHN, BP_SCHED_LIST, BP_SCHED_LPMF, BP_SCHED_SEED, BP_SCHED_BEST};
-    if (!json_out) printf("\n| scheduler (randwire, %d ops) | peak MiB | seconds |\n|---|---:|---:|\n", n);
-    for (size_t k = 0; k < sizeof sk / sizeof sk[0]; k++) {
+    if (!json_out) printf("\n| scheduler (randwire, %d ops) | peak MiB | seconds | CPU seconds |\n|---|---:|---:|---:|\n", n);
+    for (size_t k = 0; k < sizeof sk / sizeof sk[0] - (size_t)speed_no_best; k++) {
         bp_plan_options po;
         bp_plan_options_init(&po);
         po.sched = sk[k];
         bp_schedule_info info;
         t0 = now();
+        double c0 = cpu_now();
         bp_status s = bp_schedule_ex(g, &po, order, &info, &err);
-        double dt = now() - t0;
+        double dt = now() - t0, dc = cpu_now() - c0;
         if (s) { fprintf(stderr, "%s: %s\n", bp_sched_name(sk[k]), err.msg); continue; }
-        if (json_out) printf("{\"speed\":\"%s\",\"ops\":%d,\"peak\":%llu,\"seconds\":%.3f}\n", bp_sched_name(sk[k]), n,
-                             (unsigned long long)info.peak_bytes, dt);
-        else printf("| %s%s | %.2f | %.2f |\n", bp_sched_name(sk[k]), sk[k] == BP_SCHED_BEST ? " (default limit)" : "",
-                    (double)info.peak_bytes / 1048576.0, dt);
+        if (json_out) printf("{\"speed\":\"%s\",\"ops\":%d,\"peak\":%llu,\"seconds\":%.3f,\"cpu_seconds\":%.3f}\n",
+                             bp_sched_name(sk[k]), n, (unsigned long long)info.peak_bytes, dt, dc);
+        else printf("| %s%s | %.2f | %.2f | %.2f |\n", bp_sched_name(sk[k]), sk[k] == BP_SCHED_BEST ? " (default limit)" : "",
+                    (double)info.peak_bytes / 1048576.0, dt, dc);
         fflush(stdout);
     }
     free(order);
+    bp_graph_free(g);
+}
+
+/* ------------------------------------------------------------- orders */
+
+static uint64_t order_hash(const int32_t *order, int32_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int32_t i = 0; i < n; i++) {
+        uint32_t v = (uint32_t)order[i];
+        for (int b = 0; b < 4; b++) { h ^= (v >> (8 * b)) & 0xff; h *= 0x100000001b3ull; }
+    }
+    return h;
+}
+
+static void orders_graph(const char *name, bp_graph *g)
+{
+    bp__sgraph sg;
+    bp__eval ev;
+    bp_error err;
+    double t0 = now();
+    if (bp__sgraph_build(g, NULL, &sg, &err)) { fprintf(stderr, "%s: %s\n", name, err.msg); return; }
+    double tsg = now() - t0;
+    if (bp__eval_init(&ev, &sg, &err)) { bp__sgraph_free(&sg); return; }
+    int32_t n = sg.n;
+    int32_t *order = malloc(((size_t)n + 1) * sizeof *order);
+    double *cost = malloc(((size_t)n + 1) * sizeof *cost);
+    if (!order || !cost) goto out;
+    t0 = now();
+    bp__op_costs(g, cost);
+    double tco = now() - t0;
+    printf("%s: ops %d sgraph %.3f s, costs %.3f s\n", name, n, tsg, tco);
+    static const uint64_t ties[] = {0, 0x5eed5eedull};
+    for (int k = 0; k < 3; k++)
+        for (size_t ti = 0; ti < sizeof ties / sizeof ties[0]; ti++) {
+            bp_status st;
+            const char *nm = k == 0 ? "list" : k == 1 ? "lpmf" : "seed";
+            t0 = now();
+            if (k == 0) st = bp__sched_list(&sg, ties[ti], order, &err);
+            else if (k == 1) st = bp__sched_lpmf(&sg, ties[ti], order, &err);
+            else st = bp__sched_seed(&sg, cost, ti ? 0.37 : 0.7, ti ? 0.63 : 0.3, ties[ti], order, &err);
+            double dt = now() - t0;
+            if (st) { printf("  %s tie %zu: %s\n", nm, ti, err.msg); continue; }
+            uint64_t pk = bp__eval_peak(&ev, order, NULL);
+            printf("  %-4s tie %zu peak %llu hash %016llx  %.3f s\n", nm, ti, (unsigned long long)pk,
+                   (unsigned long long)order_hash(order, n), dt);
+            fflush(stdout);
+        }
+out:
+    free(order);
+    free(cost);
+    bp__eval_free(&ev);
+    bp__sgraph_free(&sg);
+}
+
+static void orders(int quick)
+{
+    const char *data = getenv("BP_DATA");
+    if (!data || !*data) data = "../shared/data";
+    static const char *const gens[] = {"resnet50", "unet", "transformer", "randwire"};
+    for (int tr = 0; tr < 2; tr++)
+        for (size_t i = 0; i < sizeof gens / sizeof gens[0]; i++) {
+            bp_gen_options go;
+            bp_gen_options_init(&go);
+            go.training = tr;
+            bp_graph *g = NULL;
+            bp_error err;
+            if (bp_gen(gens[i], &go, NULL, &g, &err)) continue;
+            char name[64];
+            snprintf(name, sizeof name, "gen %s%s", gens[i], tr ? " --training" : "");
+            orders_graph(name, g);
+            bp_graph_free(g);
+        }
+    static const char *const files[] = {"convnext_tiny", "densenet121", "inception_v3", "swin_t", "vit_b_16",
+                                        "mobilenet_v3_small"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/graphs/training/%s.json", data, files[i]);
+        bp_graph *g = NULL;
+        bp_error err;
+        if (bp_graph_read(path, NULL, &g, &err) || bp_graph_finalize(g, &err)) {
+            fprintf(stderr, "skipping %s: %s\n", path, err.msg);
+            bp_graph_free(g);
+            continue;
+        }
+        orders_graph(files[i], g);
+        bp_graph_free(g);
+    }
+    bp_gen_options go;
+    bp_gen_options_init(&go);
+    go.nodes = (quick ? 100000 : 1000000) / 14;
+    bp_graph *g = NULL;
+    bp_error err;
+    if (bp_gen("randwire", &go, NULL, &g, &err)) return;
+    orders_graph(quick ? "randwire 1e5" : "randwire 1e6", g);
     bp_graph_free(g);
 }
 
@@ -207,12 +316,14 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--json")) json_out = 1;
         else if (!strcmp(argv[i], "--time-limit") && i + 1 < argc) time_limit = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--no-best")) speed_no_best = 1;
         else if (argv[i][0] != '-') what = argv[i];
-        else { fprintf(stderr, "usage: bench_schedule [quality|speed|all] [--quick] [--json] [--time-limit S]\n"); return 2; }
+        else { fprintf(stderr, "usage: bench_schedule [quality|speed|orders|all] [--quick] [--json] [--time-limit S] [--no-best]\n"); return 2; }
     }
     if (quick && time_limit > 0.5) time_limit = 0.5;
     if (!strcmp(what, "quality") || !strcmp(what, "all")) quality(quick);
     if (!strcmp(what, "speed") || !strcmp(what, "all")) speed(quick);
+    if (!strcmp(what, "orders")) orders(quick);
     if (!json_out && n_rows) printf("\nbest <= min(baselines) on %d of %d graphs\n", n_rows - n_worse, n_rows);
     return n_worse ? 1 : 0;
 }

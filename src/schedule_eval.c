@@ -19,7 +19,12 @@
  * freed when its last toucher has run (unless pinned), and an in-place write
  * hands the input's bytes to the output.  For graphs whose views are made by
  * ops that read their source (always the case for view op types) the step
- * model gives exactly the evaluator's peak; sg->exact says so.
+ * model gives exactly the evaluator's peak; sg->exact says so.  It also
+ * keeps, per storage, the XOR of its touchers that have not run, so the
+ * last one left is found in O(1).
+ *
+ * At 10^6 ops, first touches of fresh pages dominate: arrays filled before
+ * they are read are not zero-filled, and each CSR is built in one pass.
  */
 #include "schedule_internal.h"
 
@@ -27,12 +32,18 @@
 
 /* ------------------------------------------------------------ the sgraph */
 
-static void *sg_get(bp__sgraph *sg, size_t n, size_t elem)
+/* An array of the sgraph.  Zero-filled only when asked: at 10^6 ops the
+ * build is dominated by first touches of fresh pages, so arrays that are
+ * written in full anyway are not written twice. */
+static void *sg_alloc(bp__sgraph *sg, size_t n, size_t elem, bool zero)
 {
     if (sg->nblk >= (int)(sizeof sg->blk / sizeof sg->blk[0])) return NULL;
     if (!n) n = 1;
-    void *p = bp__calloc(&sg->g->alloc, n, elem);
+    size_t total;
+    if (__builtin_mul_overflow(n, elem, &total)) return NULL;
+    void *p = bp__alloc(&sg->g->alloc, total);
     if (!p) return NULL;
+    if (zero) memset(p, 0, total);
     sg->blk[sg->nblk] = p;
     sg->blksz[sg->nblk++] = n * elem;
     return p;
@@ -44,6 +55,9 @@ void bp__sgraph_free(bp__sgraph *sg)
     for (int i = 0; i < sg->nblk; i++) bp__free(&sg->g->alloc, sg->blk[i], sg->blksz[i]);
     memset(sg, 0, sizeof *sg);
 }
+
+static void *sg_get(bp__sgraph *sg, size_t n, size_t elem) { return sg_alloc(sg, n, elem, false); }
+static void *sg_zero(bp__sgraph *sg, size_t n, size_t elem) { return sg_alloc(sg, n, elem, true); }
 
 /* Builds a CSR from (key, value) pairs already counted in off[key+1]. */
 static void sg_prefix(int32_t *off, int32_t n)
@@ -81,7 +95,7 @@ bp_status bp__sgraph_build(const bp_graph *g, const bp_plan_options *o, bp__sgra
     sg->sroot = sg_get(sg, (size_t)ns, sizeof *sg->sroot);
     sg->ssize = sg_get(sg, (size_t)ns, sizeof *sg->ssize);
     sg->sbytes = sg_get(sg, (size_t)ns, sizeof *sg->sbytes);
-    sg->sflags = sg_get(sg, (size_t)ns, sizeof *sg->sflags);
+    sg->sflags = sg_zero(sg, (size_t)ns, sizeof *sg->sflags);
     mark_n = (size_t)(ns > n ? ns : n) + 1;
     mark = bp__alloc(&g->alloc, mark_n * sizeof *mark);
     if (!sg->sroot || !sg->ssize || !sg->sbytes || !sg->sflags || !mark) goto oom;
@@ -113,30 +127,29 @@ bp_status bp__sgraph_build(const bp_graph *g, const bp_plan_options *o, bp__sgra
         if (!reads) sg->exact = 0;
     }
 
-    /* Touches: op -> distinct storages. */
+    /* Each CSR is filled in one pass over the ops into an array sized for
+     * the worst case (the graph's io slots); the unused tail is never
+     * touched.  One pass, because the lookups of tensors are cache misses.
+     * Touches: op -> distinct storages. */
+    size_t n_io = g->n_io ? g->n_io : 1;
     sg->to_off = sg_get(sg, (size_t)n + 1, sizeof *sg->to_off);
-    if (!sg->to_off) goto oom;
+    sg->to = sg_get(sg, n_io, sizeof *sg->to);
+    if (!sg->to_off || !sg->to) goto oom;
     for (size_t i = 0; i < mark_n; i++) mark[i] = -1;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int32_t v = 0; v < n; v++) {
-            const bp__op *x = &g->o[v];
-            int32_t k = pass ? sg->to_off[v] : 0;
-            for (int i = 0; i < x->n_in + x->n_out; i++) {
-                int32_t t = g->io[x->io_off + i], y = sg->tstore[t];
-                if (y < 0 || mark[y] == v + pass * n) continue;
-                mark[y] = v + pass * n;
-                if (pass) sg->to[k++] = y; else sg->to_off[v + 1]++;
-            }
+    sg->to_off[0] = 0;
+    for (int32_t v = 0, k = 0; v < n; v++) {
+        const bp__op *x = &g->o[v];
+        const int32_t *io = g->io + x->io_off;
+        for (int i = 0; i < x->n_in + x->n_out; i++) {
+            int32_t y = sg->tstore[io[i]];
+            if (y < 0 || mark[y] == v) continue;
+            mark[y] = v;
+            sg->to[k++] = y;
         }
-        if (!pass) {
-            sg_prefix(sg->to_off, n);
-            sg->to = sg_get(sg, (size_t)sg->to_off[n], sizeof *sg->to);
-            if (!sg->to) goto oom;
-            for (size_t i = 0; i < mark_n; i++) mark[i] = -1;
-        }
+        sg->to_off[v + 1] = k;
     }
     /* storage -> ops */
-    sg->so_off = sg_get(sg, (size_t)ns + 1, sizeof *sg->so_off);
+    sg->so_off = sg_zero(sg, (size_t)ns + 1, sizeof *sg->so_off);
     sg->so = sg_get(sg, (size_t)sg->to_off[n], sizeof *sg->so);
     if (!sg->so_off || !sg->so) goto oom;
     for (int32_t i = 0; i < sg->to_off[n]; i++) sg->so_off[sg->to[i] + 1]++;
@@ -145,76 +158,65 @@ bp_status bp__sgraph_build(const bp_graph *g, const bp_plan_options *o, bp__sgra
     for (int32_t v = 0; v < n; v++)
         for (int32_t i = sg->to_off[v]; i < sg->to_off[v + 1]; i++) sg->so[mark[sg->to[i]]++] = v;
 
-    /* Predecessors and successors (distinct). */
+    /* Predecessors (distinct), then successors from them. */
     sg->pr_off = sg_get(sg, (size_t)n + 1, sizeof *sg->pr_off);
-    sg->su_off = sg_get(sg, (size_t)n + 1, sizeof *sg->su_off);
-    if (!sg->pr_off || !sg->su_off) goto oom;
+    sg->su_off = sg_zero(sg, (size_t)n + 1, sizeof *sg->su_off);
+    sg->pr = sg_get(sg, n_io, sizeof *sg->pr);
+    if (!sg->pr_off || !sg->su_off || !sg->pr) goto oom;
     for (size_t i = 0; i < mark_n; i++) mark[i] = -1;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int32_t v = 0; v < n; v++) {
-            int32_t k = pass ? sg->pr_off[v] : 0;
-            for (int i = 0; i < g->o[v].n_in; i++) {
-                int32_t p = g->t[bp__op_in(g, v)[i]].producer;
-                if (p < 0 || mark[p] == v + pass * n) continue;
-                mark[p] = v + pass * n;
-                if (pass) sg->pr[k++] = p; else { sg->pr_off[v + 1]++; sg->su_off[p + 1]++; }
-            }
+    sg->pr_off[0] = 0;
+    for (int32_t v = 0, k = 0; v < n; v++) {
+        const int32_t *in = bp__op_in(g, v);
+        for (int i = 0; i < g->o[v].n_in; i++) {
+            int32_t p = g->t[in[i]].producer;
+            if (p < 0 || mark[p] == v) continue;
+            mark[p] = v;
+            sg->pr[k++] = p;
+            sg->su_off[p + 1]++;
         }
-        if (!pass) {
-            sg_prefix(sg->pr_off, n);
-            sg_prefix(sg->su_off, n);
-            sg->pr = sg_get(sg, (size_t)sg->pr_off[n], sizeof *sg->pr);
-            sg->su = sg_get(sg, (size_t)sg->su_off[n], sizeof *sg->su);
-            if (!sg->pr || !sg->su) goto oom;
-            for (size_t i = 0; i < mark_n; i++) mark[i] = -1;
-        }
+        sg->pr_off[v + 1] = k;
     }
+    sg_prefix(sg->su_off, n);
+    sg->su = sg_get(sg, (size_t)sg->pr_off[n], sizeof *sg->su);
+    if (!sg->su) goto oom;
     for (int32_t v = 0; v < n; v++) mark[v] = sg->su_off[v];
     for (int32_t v = 0; v < n; v++)
         for (int32_t i = sg->pr_off[v]; i < sg->pr_off[v + 1]; i++) sg->su[mark[sg->pr[i]]++] = v;
 
     /* In-place candidates, in lifetime.c's order; the ones that can never
-     * pass (static conditions) are left out. */
+     * pass (static conditions) are left out.  At most one per io slot. */
     sg->ip_off = sg_get(sg, (size_t)n + 1, sizeof *sg->ip_off);
-    if (!sg->ip_off) goto oom;
+    sg->ip = sg_get(sg, o->no_alias ? 1 : n_io, sizeof *sg->ip);
+    if (!sg->ip_off || !sg->ip) goto oom;
     {
-        size_t cap = 0;
         int32_t *hint = mark; /* op -> index of its last hint, or -1 */
         for (int32_t v = 0; v < n; v++) hint[v] = -1;
         if (!o->no_alias)
             for (size_t i = 0; i < g->n_inpl; i++) hint[g->inpl[i].op] = (int32_t)i;
-        for (int pass = 0; pass < 2 && !o->no_alias; pass++) {
-            int32_t k = 0;
-            for (int32_t v = 0; v < n; v++) {
-                const bp__op *x = &g->o[v];
-                int32_t out = -1, nc = 0;
-                int nin = 0;
-                bool hinted = hint[v] >= 0;
-                if (hinted) {
-                    out = g->inpl[hint[v]].out;
-                    nin = 1;
-                } else if (x->n_out == 1 && x->n_in > 0 && bp__op_is_elementwise(g, v)) {
-                    out = bp__op_out(g, v)[0];
-                    nin = x->n_in;
-                }
-                for (int i = 0; i < nin; i++) {
-                    int32_t in = hinted ? g->inpl[hint[v]].in : bp__op_in(g, v)[i];
-                    int32_t so = sg->tstore[out], si = sg->tstore[in];
-                    if (so < 0 || si < 0 || st.root[out] != out) continue;
-                    if (g->t[in].flags & BP_TENSOR_OUTPUT) continue;
-                    if (g->t[out].bytes != g->t[in].bytes) continue;
-                    if (pass) sg->ip[k] = (bp__ipc){out, in, so, si};
-                    k++;
-                    nc++;
-                }
-                if (!pass) sg->ip_off[v + 1] = nc;
+        sg->ip_off[0] = 0;
+        for (int32_t v = 0, k = 0; v < n; v++) {
+            const bp__op *x = &g->o[v];
+            int32_t out = -1;
+            int nin = 0;
+            bool hinted = hint[v] >= 0;
+            if (o->no_alias) {
+                nin = 0;
+            } else if (hinted) {
+                out = g->inpl[hint[v]].out;
+                nin = 1;
+            } else if (x->n_out == 1 && x->n_in > 0 && bp__op_is_elementwise(g, v)) {
+                out = bp__op_out(g, v)[0];
+                nin = x->n_in;
             }
-            if (!pass) {
-                sg_prefix(sg->ip_off, n);
-                cap = (size_t)sg->ip_off[n];
-                sg->ip = sg_get(sg, cap, sizeof *sg->ip);
-                if (!sg->ip) goto oom;
+            for (int i = 0; i < nin; i++) {
+                int32_t in = hinted ? g->inpl[hint[v]].in : bp__op_in(g, v)[i];
+                int32_t so = sg->tstore[out], si = sg->tstore[in];
+                if (so < 0 || si < 0 || st.root[out] != out) continue;
+                if (g->t[in].flags & BP_TENSOR_OUTPUT) continue;
+                if (g->t[out].bytes != g->t[in].bytes) continue;
+                sg->ip[k++] = (bp__ipc){out, in, so, si};
             }
+            sg->ip_off[v + 1] = k;
         }
     }
 
@@ -287,13 +289,16 @@ bp_status bp__sched_check_order(const bp_graph *g, const int32_t *order, bp_erro
 
 /* ------------------------------------------------------------- evaluator */
 
-static void *ws_get(const bp_allocator *a, void **blk, size_t *blksz, int *nblk, size_t n, size_t elem)
+/* A workspace array, not zero-filled: every user fills what it reads. */
+static void *ws_get_raw(const bp_allocator *a, void **blk, size_t *blksz, int *nblk, size_t n, size_t elem)
 {
     if (!n) n = 1;
-    void *p = bp__calloc(a, n, elem);
+    size_t total;
+    if (__builtin_mul_overflow(n, elem, &total)) return NULL;
+    void *p = bp__alloc(a, total);
     if (!p) return NULL;
     blk[*nblk] = p;
-    blksz[(*nblk)++] = n * elem;
+    blksz[(*nblk)++] = total;
     return p;
 }
 
@@ -302,11 +307,14 @@ bp_status bp__eval_init(bp__eval *ev, const bp__sgraph *sg, bp_error *err)
     memset(ev, 0, sizeof *ev);
     ev->sg = sg;
     const bp_allocator *a = &sg->g->alloc;
-    ev->pos = ws_get(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->n, sizeof *ev->pos);
-    ev->sf = ws_get(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->sf);
-    ev->sl = ws_get(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->sl);
-    ev->par = ws_get(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->par);
-    ev->delta = ws_get(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->n + 1, sizeof *ev->delta);
+    /* Each evaluation fills what it reads: no zero fill.  pos (the step of
+     * each op) is filled by the evaluation only if a caller needs it: none
+     * does now, so it is left untouched. */
+    ev->pos = ws_get_raw(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->n, sizeof *ev->pos);
+    ev->sf = ws_get_raw(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->sf);
+    ev->sl = ws_get_raw(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->sl);
+    ev->par = ws_get_raw(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->par);
+    ev->delta = ws_get_raw(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->n + 1, sizeof *ev->delta);
     if (!ev->pos || !ev->sf || !ev->sl || !ev->par || !ev->delta) {
         bp__eval_free(ev);
         return bp__err(err, BP_ERR_NOMEM, "%s: out of memory evaluating an order", sg->g->name);
@@ -334,7 +342,6 @@ static void ev_hulls(bp__eval *ev, const int32_t *order)
 {
     const bp__sgraph *sg = ev->sg;
     int32_t n = sg->n, ns = sg->ns;
-    for (int32_t s = 0; s < n; s++) ev->pos[order[s]] = s;
     for (int32_t y = 0; y < ns; y++) {
         ev->sf[y] = (sg->sflags[y] & BP__SF_EXTLIVE) ? 0 : INT32_MAX;
         ev->sl[y] = (sg->sflags[y] & BP__SF_PINNED) ? n - 1 : -1;
@@ -414,13 +421,21 @@ bp_status bp__sim_init(bp__sim *s, const bp__sgraph *sg, bp_error *err)
     s->sg = sg;
     const bp_allocator *a = &sg->g->alloc;
     size_t ns = (size_t)sg->ns, n = (size_t)sg->n;
-    s->rem = ws_get(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->rem);
-    s->cur = ws_get(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->cur);
-    s->cbytes = ws_get(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->cbytes);
-    s->live = ws_get(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->live);
-    s->done = ws_get(a, s->blk, s->blksz, &s->nblk, n, sizeof *s->done);
-    s->npred = ws_get(a, s->blk, s->blksz, &s->nblk, n, sizeof *s->npred);
-    s->last1 = ws_get(a, s->blk, s->blksz, &s->nblk, n + ns, sizeof *s->last1);
+    /* bp__sim_reset fills every array: no zero fill first. */
+    s->rem = ws_get_raw(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->rem);
+    s->cur = ws_get_raw(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->cur);
+    s->cbytes = ws_get_raw(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->cbytes);
+    s->live = ws_get_raw(a, s->blk, s->blksz, &s->nblk, ns, sizeof *s->live);
+    s->done = ws_get_raw(a, s->blk, s->blksz, &s->nblk, n, sizeof *s->done);
+    s->npred = ws_get_raw(a, s->blk, s->blksz, &s->nblk, n, sizeof *s->npred);
+    /* last1 holds at most the storages one op touches.  The same block
+     * starts with the XOR of each storage's touchers not yet run (sim_lastx):
+     * when one is left, that is the op. */
+    size_t maxdeg = 0;
+    for (int32_t v = 0; v < sg->n; v++)
+        if ((size_t)(sg->to_off[v + 1] - sg->to_off[v]) > maxdeg) maxdeg = (size_t)(sg->to_off[v + 1] - sg->to_off[v]);
+    s->last1 = ws_get_raw(a, s->blk, s->blksz, &s->nblk, ns + maxdeg + 1, sizeof *s->last1);
+    if (s->last1) s->last1 += ns;
     if (!s->rem || !s->cur || !s->cbytes || !s->live || !s->done || !s->npred || !s->last1) {
         bp__sim_free(s);
         return bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the scheduler", sg->g->name);
@@ -429,10 +444,17 @@ bp_status bp__sim_init(bp__sim *s, const bp__sgraph *sg, bp_error *err)
     return BP_OK;
 }
 
+/* Per storage: the XOR of the ids of its touchers that have not run. */
+static inline int32_t *sim_lastx(const bp__sim *s) { return s->last1 - s->sg->ns; }
+
 void bp__sim_reset(bp__sim *s)
 {
     const bp__sgraph *sg = s->sg;
+    int32_t *lx = sim_lastx(s);
     for (int32_t y = 0; y < sg->ns; y++) {
+        int32_t x = 0;
+        for (int32_t i = sg->so_off[y]; i < sg->so_off[y + 1]; i++) x ^= sg->so[i];
+        lx[y] = x;
         s->rem[y] = sg->so_off[y + 1] - sg->so_off[y];
         s->cur[y] = sg->ssize[y];
         s->cbytes[y] = sg->sbytes[y];
@@ -457,6 +479,7 @@ void bp__sim_copy(bp__sim *d, const bp__sim *s)
         memcpy(d->cur, s->cur, ns * sizeof *d->cur);
         memcpy(d->cbytes, s->cbytes, ns * sizeof *d->cbytes);
         memcpy(d->live, s->live, ns);
+        memcpy(sim_lastx(d), sim_lastx(s), ns * sizeof(int32_t));
     }
     if (n) {
         memcpy(d->done, s->done, n);
@@ -484,7 +507,7 @@ static const bp__ipc *sim_merge(const bp__sim *s, int32_t op)
         const bp__ipc *c = &sg->ip[i];
         int32_t x = c->si;
         if (x == c->so || s->rem[x] != 1 || (sg->sflags[x] & BP__SF_PINNED) || s->live[x] != 1 || s->live[c->so]) continue;
-        if (sg->g->t[c->out].bytes > s->cbytes[x]) continue;
+        if (sg->sbytes[c->so] > s->cbytes[x]) continue; /* out is so's root */
         return c;
     }
     return NULL;
@@ -525,8 +548,10 @@ uint64_t bp__sim_run(bp__sim *s, int32_t op)
     }
     uint64_t at = s->mem;
     if (at > s->peak) s->peak = at;
+    int32_t *lx = sim_lastx(s);
     for (int32_t i = sg->to_off[op]; i < sg->to_off[op + 1]; i++) {
         int32_t y = sg->to[i];
+        lx[y] ^= op;
         if (--s->rem[y] == 1) s->last1[s->n_last1++] = y;
         else if (s->rem[y] == 0 && !(sg->sflags[y] & BP__SF_PINNED) && s->live[y] == 1) {
             s->mem -= s->cur[y];
@@ -541,10 +566,7 @@ uint64_t bp__sim_run(bp__sim *s, int32_t op)
 
 int32_t bp__sim_last_toucher(const bp__sim *s, int32_t st)
 {
-    const bp__sgraph *sg = s->sg;
-    for (int32_t i = sg->so_off[st]; i < sg->so_off[st + 1]; i++)
-        if (!s->done[sg->so[i]]) return sg->so[i];
-    return -1;
+    return s->rem[st] == 1 ? sim_lastx(s)[st] : -1;
 }
 
 /* ------------------------------------------------------------------ heap */

@@ -15,9 +15,10 @@
  * lpmf: Inductor's "least peak memory first": with mem1 = memory during the
  *       op and mem2 = memory after it, if some ready op keeps mem1 under the
  *       high-water mark so far, run the one with the lowest mem2; otherwise
- *       the one with the lowest mem1.  Both are prefix queries on a segment
- *       tree whose leaves are the ready ops sorted by bytes allocated (each op
- *       has two possible values: with and without its in-place write).
+ *       the one with the lowest mem1.  Both are prefix queries over the ops'
+ *       keys sorted by bytes allocated (an op has two keys when its in-place
+ *       write allocates less): keys radix-sorted once, blocks of 64 keys with
+ *       an active mask, a small segment tree over the blocks (lp_set).
  * seed: the seed design: priority alpha * freed/cost + beta * distance to the
  *       end of the critical path (cost-weighted longest path to a sink), each
  *       term divided by its maximum over the graph so both lie in [0, 1].
@@ -168,11 +169,12 @@ bp_status bp__sched_seed(const bp__sgraph *sg, const double *cost, double alpha,
 {
     const bp_allocator *a = &sg->g->alloc;
     int32_t n = sg->n;
+    /* The Kahn order lives in `order` and the in-degrees in `bl` until the
+     * bottom levels overwrite them: no other array of n entries. */
     double *bl = bp__alloc(a, ((size_t)n + 1) * sizeof *bl);
-    int32_t *topo = bp__alloc(a, ((size_t)n + 1) * sizeof *topo);
-    int32_t *indeg = bp__alloc(a, ((size_t)n + 1) * sizeof *indeg);
+    int32_t *topo = order, *indeg = (int32_t *)bl;
     bp_status st = BP_OK;
-    if (!bl || !topo || !indeg) { st = NOMEM(sg); goto out; }
+    if (!bl) return NOMEM(sg);
     /* Kahn order, then bottom levels in reverse. */
     int32_t qh = 0, qt = 0;
     for (int32_t v = 0; v < n; v++) {
@@ -186,6 +188,8 @@ bp_status bp__sched_seed(const bp__sgraph *sg, const double *cost, double alpha,
     }
     if (qt != n) { st = bp__err(err, BP_ERR_INVALID, "%s: the graph has a cycle", sg->g->name); goto out; }
     seed_ctx c = {sg, cost, bl, alpha, beta, 0, 0};
+    /* bl[v] is written after every successor's (reverse topological order);
+     * the int32 in-degrees it overlays are no longer read. */
     for (int32_t k = n - 1; k >= 0; k--) {
         int32_t v = topo[k];
         double m = 0;
@@ -200,118 +204,227 @@ bp_status bp__sched_seed(const bp__sgraph *sg, const double *cost, double alpha,
     st = greedy_heap(sg, prio_seed, &c, tie_seed, order, err);
 out:
     bp__free(a, bl, ((size_t)n + 1) * sizeof *bl);
-    bp__free(a, topo, ((size_t)n + 1) * sizeof *topo);
-    bp__free(a, indeg, ((size_t)n + 1) * sizeof *indeg);
     return st;
 }
 
 /* ------------------------------------------------------------------ lpmf */
 
-typedef struct lp_leaf { uint64_t alloc, tie; int32_t op; } lp_leaf;
+/* Stable LSD radix sort of items by key(ctx, item), 8-bit digits; a digit
+ * that every key shares is skipped.  tmp holds n items. */
+typedef uint64_t (*lp_keyfn)(const void *ctx, int32_t item);
 
-static int lp_cmp(const void *x, const void *y)
+static void lp_radix(int32_t *a, int32_t *tmp, int32_t n, lp_keyfn key, const void *ctx)
 {
-    const lp_leaf *a = x, *b = y;
-    if (a->alloc != b->alloc) return a->alloc < b->alloc ? -1 : 1;
-    if (a->tie != b->tie) return a->tie < b->tie ? -1 : 1;
-    return (a->op > b->op) - (a->op < b->op);
-}
-
-typedef struct lp_tree {
-    int32_t P;          /* leaves, a power of two */
-    double *net;        /* per node: min net (mem2 - mem) over active leaves */
-    int32_t *arg;       /* per node: the leaf with that min (smallest index on ties) */
-    int32_t *first;     /* per node: smallest active leaf index, INT32_MAX if none */
-} lp_tree;
-
-static void lp_pull(lp_tree *t, int32_t i)
-{
-    int32_t l = 2 * i, r = l + 1;
-    bool left = t->net[l] <= t->net[r];
-    t->net[i] = left ? t->net[l] : t->net[r];
-    t->arg[i] = left ? t->arg[l] : t->arg[r];
-    t->first[i] = t->first[l] < t->first[r] ? t->first[l] : t->first[r];
-}
-
-static void lp_set(lp_tree *t, int32_t leaf, bool on, double net)
-{
-    int32_t i = leaf + t->P;
-    t->net[i] = on ? net : INFINITY;
-    t->arg[i] = leaf;
-    t->first[i] = on ? leaf : INT32_MAX;
-    for (i /= 2; i >= 1; i /= 2) lp_pull(t, i);
-}
-
-/* Leaf with the min net among leaves [0, k); -1 if none active. */
-static int32_t lp_prefix_min(const lp_tree *t, int32_t k)
-{
-    double best = INFINITY;
-    int32_t arg = -1;
-    for (int32_t l = t->P, r = t->P + k; l < r; l /= 2, r /= 2) {
-        if (l & 1) { if (t->net[l] < best || (t->net[l] == best && t->arg[l] < arg)) { best = t->net[l]; arg = t->arg[l]; } l++; }
-        if (r & 1) { --r; if (t->net[r] < best || (t->net[r] == best && t->arg[r] < arg)) { best = t->net[r]; arg = t->arg[r]; } }
+    int32_t cnt[8][256];
+    memset(cnt, 0, sizeof cnt);
+    for (int32_t i = 0; i < n; i++) {
+        uint64_t k = key(ctx, a[i]);
+        for (int d = 0; d < 8; d++) cnt[d][(k >> (8 * d)) & 255]++;
     }
-    return best < INFINITY ? arg : -1;
+    int32_t *src = a, *dst = tmp;
+    for (int d = 0; d < 8; d++) {
+        int32_t off = 0;
+        bool trivial = false;
+        for (int x = 0; x < 256; x++) {
+            int32_t c = cnt[d][x];
+            if (c == n) trivial = true;
+            cnt[d][x] = off;
+            off += c;
+        }
+        if (trivial) continue;
+        for (int32_t i = 0; i < n; i++) dst[cnt[d][(key(ctx, src[i]) >> (8 * d)) & 255]++] = src[i];
+        int32_t *x = src; src = dst; dst = x;
+    }
+    if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
+}
+
+typedef struct lp_tie_ctx { uint64_t seed; } lp_tie_ctx;
+static uint64_t lp_key_tie(const void *ctx, int32_t op) { return bp__sched_tie(((const lp_tie_ctx *)ctx)->seed, op); }
+/* A leaf code is op * 2 + k: k = 0 the op's allocation with its in-place
+ * write, k = 1 without it. */
+static uint64_t lp_key_alloc(const void *ctx, int32_t code)
+{
+    const bp__sgraph *sg = ctx;
+    return (code & 1) ? sg->alloc_full[code >> 1] : sg->alloc_ip[code >> 1];
+}
+
+/* lpmf's ready set.  Leaves are the ops' allocation keys sorted by
+ * (allocation, tie, op); an op has one leaf, or two when its in-place write
+ * allocates less, and at most one of them is active.  Blocks of 64 leaves
+ * keep a mask of their active leaves; a segment tree over the blocks keeps,
+ * per node, the active leaf with the min (net, leaf) and the smallest active
+ * leaf.  An update rescans one block (at most 64 leaves, usually one or two)
+ * and walks log(L / 64) nodes, all in a few hundred KiB. */
+typedef struct lp_node { double net; int32_t arg, first; } lp_node;
+
+typedef struct lp_set {
+    int32_t L, nb, P, nd;
+    int32_t *code;       /* L: leaf -> code */
+    int32_t *leaf;       /* 2n: code -> leaf (both codes of an op share a leaf when its keys are equal) */
+    double *net;         /* n: the op's net (mem2 - mem), valid while it is active */
+    uint64_t *mask;      /* nb: active leaves of each block */
+    lp_node *t;          /* 2P */
+    uint64_t *dv;        /* nd: the distinct keys, ascending */
+    int32_t *dc;         /* nd: leaves with a key <= dv[i] */
+} lp_set;
+
+static inline bool lp_less(double na, int32_t la, double nb, int32_t lb) { return na < nb || (na == nb && la < lb); }
+
+static void lp_block(lp_set *p, int32_t b)
+{
+    lp_node x = {INFINITY, INT32_MAX, INT32_MAX};
+    uint64_t m = p->mask[b];
+    if (m) x.first = b * 64 + __builtin_ctzll(m);
+    while (m) {
+        int32_t i = b * 64 + __builtin_ctzll(m);
+        m &= m - 1;
+        double nt = p->net[p->code[i] >> 1];
+        if (lp_less(nt, i, x.net, x.arg)) { x.net = nt; x.arg = i; }
+    }
+    int32_t k = b + p->P;
+    p->t[k] = x;
+    for (k /= 2; k >= 1; k /= 2) {
+        const lp_node *l = &p->t[2 * k], *r = l + 1;
+        lp_node y = lp_less(r->net, r->arg, l->net, l->arg) ? *r : *l;
+        y.first = l->first < r->first ? l->first : r->first;
+        lp_node *o = &p->t[k];
+        if (o->net == y.net && o->arg == y.arg && o->first == y.first) break; /* the rest is unchanged */
+        *o = y;
+    }
+}
+
+/* The active leaf with the min (net, leaf) among leaves [0, lo); -1 if none. */
+static int32_t lp_query(const lp_set *p, int32_t lo)
+{
+    double bn = INFINITY;
+    int32_t ba = INT32_MAX, fb = lo >> 6;
+    for (int32_t l = p->P, r = p->P + fb; l < r; l /= 2, r /= 2) {
+        if (l & 1) { if (lp_less(p->t[l].net, p->t[l].arg, bn, ba)) { bn = p->t[l].net; ba = p->t[l].arg; } l++; }
+        if (r & 1) { --r; if (lp_less(p->t[r].net, p->t[r].arg, bn, ba)) { bn = p->t[r].net; ba = p->t[r].arg; } }
+    }
+    if (lo & 63) {
+        uint64_t m = p->mask[fb] & ((1ull << (lo & 63)) - 1);
+        while (m) {
+            int32_t i = fb * 64 + __builtin_ctzll(m);
+            m &= m - 1;
+            double nt = p->net[p->code[i] >> 1];
+            if (lp_less(nt, i, bn, ba)) { bn = nt; ba = i; }
+        }
+    }
+    return ba == INT32_MAX ? -1 : ba;
+}
+
+static void lp_set_free(const bp_allocator *a, lp_set *p, int32_t n)
+{
+    size_t L = (size_t)2 * n + 1;
+    bp__free(a, p->code, L * sizeof *p->code);
+    bp__free(a, p->leaf, L * sizeof *p->leaf);
+    bp__free(a, p->net, ((size_t)n + 1) * sizeof *p->net);
+    bp__free(a, p->mask, ((size_t)p->nb + 1) * sizeof *p->mask);
+    bp__free(a, p->t, 2 * (size_t)p->P * sizeof *p->t);
+    bp__free(a, p->dv, L * sizeof *p->dv);
+    bp__free(a, p->dc, L * sizeof *p->dc);
+}
+
+static bool lp_set_init(const bp_allocator *a, lp_set *p, const bp__sgraph *sg, uint64_t tie_seed)
+{
+    int32_t n = sg->n;
+    size_t L2 = (size_t)2 * n + 1;
+    memset(p, 0, sizeof *p);
+    /* Only what is written is touched: no zero fill of the big arrays. */
+    p->code = bp__alloc(a, L2 * sizeof *p->code);
+    p->leaf = bp__alloc(a, L2 * sizeof *p->leaf);
+    p->net = bp__alloc(a, ((size_t)n + 1) * sizeof *p->net);
+    p->dv = bp__alloc(a, L2 * sizeof *p->dv);
+    p->dc = bp__alloc(a, L2 * sizeof *p->dc);
+    if (!p->code || !p->leaf || !p->net || !p->dv || !p->dc) return false;
+    int32_t *tmp = (int32_t *)p->net; /* 2n + 2 int32s of scratch until the search starts */
+    /* Ops in (tie, op) order, then their keys, sorted stably by allocation. */
+    int32_t *ops = tmp;
+    for (int32_t v = 0; v < n; v++) ops[v] = v;
+    if (tie_seed) {
+        lp_tie_ctx tc = {tie_seed};
+        lp_radix(ops, p->code, n, lp_key_tie, &tc);
+    }
+    int32_t L = 0;
+    for (int32_t r = 0; r < n; r++) {
+        int32_t v = ops[r];
+        p->code[L++] = 2 * v;
+        if (sg->alloc_full[v] != sg->alloc_ip[v]) p->code[L++] = 2 * v + 1;
+    }
+    lp_radix(p->code, tmp, L, lp_key_alloc, sg);
+    p->L = L;
+    for (int32_t v = 0; v < n; v++) p->leaf[2 * v + 1] = -1;
+    int32_t nd = 0;
+    for (int32_t i = 0; i < L; i++) {
+        int32_t c = p->code[i];
+        p->leaf[c] = i;
+        uint64_t k = lp_key_alloc(sg, c);
+        if (!nd || p->dv[nd - 1] != k) p->dv[nd++] = k;
+        p->dc[nd - 1] = i + 1;
+    }
+    for (int32_t v = 0; v < n; v++)
+        if (p->leaf[2 * v + 1] < 0) p->leaf[2 * v + 1] = p->leaf[2 * v];
+    p->nd = nd;
+    p->nb = (L + 63) / 64;
+    p->P = 1;
+    while (p->P < p->nb) p->P *= 2;
+    p->mask = bp__calloc(a, (size_t)p->nb + 1, sizeof *p->mask);
+    p->t = bp__alloc(a, 2 * (size_t)p->P * sizeof *p->t);
+    if (!p->mask || !p->t) return false;
+    for (int32_t i = 0; i < 2 * p->P; i++) p->t[i] = (lp_node){INFINITY, INT32_MAX, INT32_MAX};
+    return true;
 }
 
 bp_status bp__sched_lpmf(const bp__sgraph *sg, uint64_t tie_seed, int32_t *order, bp_error *err)
 {
     const bp_allocator *a = &sg->g->alloc;
-    int32_t n = sg->n, L = 2 * n, P = 1;
-    while (P < L) P *= 2;
-    lp_leaf *lv = bp__alloc(a, ((size_t)L + 1) * sizeof *lv);
-    int32_t *leaf_full = bp__alloc(a, ((size_t)n + 1) * sizeof *leaf_full);
-    int32_t *leaf_ip = bp__alloc(a, ((size_t)n + 1) * sizeof *leaf_ip);
-    int32_t *active = bp__alloc(a, ((size_t)n + 1) * sizeof *active);
-    lp_tree t = {P, bp__alloc(a, 2 * (size_t)P * sizeof(double)), bp__alloc(a, 2 * (size_t)P * sizeof(int32_t)),
-                 bp__alloc(a, 2 * (size_t)P * sizeof(int32_t))};
+    int32_t n = sg->n;
+    lp_set p;
+    uint8_t *act = bp__calloc(a, (size_t)n + 1, 1); /* 0, or 1 + k of the active code */
     bp__sim s;
     memset(&s, 0, sizeof s);
     bp_status st = BP_OK;
-    if (!lv || !leaf_full || !leaf_ip || !active || !t.net || !t.arg || !t.first) { st = NOMEM(sg); goto out; }
+    if (!lp_set_init(a, &p, sg, tie_seed) || !act) { st = NOMEM(sg); goto out; }
     st = bp__sim_init(&s, sg, err);
     if (st) goto out;
-    for (int32_t v = 0; v < n; v++) {
-        uint64_t tie = bp__sched_tie(tie_seed, v);
-        lv[2 * v] = (lp_leaf){sg->alloc_full[v], tie, v};
-        lv[2 * v + 1] = (lp_leaf){sg->alloc_ip[v], tie, v};
-    }
-    qsort(lv, (size_t)L, sizeof *lv, lp_cmp);
-    /* Both leaves of an op share its tie, so the first one met in sorted
-     * order is the one with the smaller allocation: the in-place leaf. */
-    for (int32_t v = 0; v < n; v++) { leaf_full[v] = leaf_ip[v] = -1; active[v] = -1; }
-    for (int32_t i = 0; i < L; i++) {
-        int32_t v = lv[i].op;
-        if (leaf_ip[v] < 0) leaf_ip[v] = i; else leaf_full[v] = i;
-    }
-    for (int32_t i = 0; i < 2 * P; i++) { t.net[i] = INFINITY; t.arg[i] = INT32_MAX; t.first[i] = INT32_MAX; }
-    for (int32_t i = P - 1; i >= 1; i--) lp_pull(&t, i);
 
+    /* Re-keys a ready op: the leaf of the allocation it makes now. */
 #define LP_UPDATE(v) do { \
         uint64_t al_, fr_; \
         bp__sim_delta(&s, (v), &al_, &fr_); \
-        int32_t lf_ = al_ <= lv[leaf_ip[v]].alloc ? leaf_ip[v] : leaf_full[v]; \
-        if (active[v] >= 0 && active[v] != lf_) lp_set(&t, active[v], false, 0); \
-        active[v] = lf_; \
-        lp_set(&t, lf_, true, (double)al_ - (double)fr_); \
+        int k_ = al_ <= sg->alloc_ip[v] ? 0 : 1; \
+        int32_t lf_ = p.leaf[2 * (v) + k_]; \
+        if (act[v] && p.leaf[2 * (v) + act[v] - 1] != lf_) { \
+            int32_t of_ = p.leaf[2 * (v) + act[v] - 1]; \
+            p.mask[of_ >> 6] &= ~(1ull << (of_ & 63)); \
+            lp_block(&p, of_ >> 6); \
+        } \
+        act[v] = (uint8_t)(1 + k_); \
+        p.net[v] = (double)al_ - (double)fr_; \
+        p.mask[lf_ >> 6] |= 1ull << (lf_ & 63); \
+        lp_block(&p, lf_ >> 6); \
     } while (0)
 
     for (int32_t v = 0; v < n; v++)
         if (!s.npred[v]) LP_UPDATE(v);
     uint64_t hw = 0;
     for (int32_t k = 0; k < n; k++) {
-        /* leaves with alloc <= hw - mem: a binary search over the sorted keys */
-        int32_t lo = 0, hi = L;
+        /* leaves with a key <= hw - mem: a binary search over the distinct keys */
+        int32_t lo = 0;
         if (hw >= s.mem) {
             uint64_t room = hw - s.mem;
-            while (lo < hi) { int32_t mid = lo + (hi - lo) / 2; if (lv[mid].alloc <= room) lo = mid + 1; else hi = mid; }
+            int32_t l = 0, h = p.nd;
+            while (l < h) { int32_t mid = l + (h - l) / 2; if (p.dv[mid] <= room) l = mid + 1; else h = mid; }
+            lo = l ? p.dc[l - 1] : 0;
         }
-        int32_t leaf = lp_prefix_min(&t, lo);
-        if (leaf < 0) leaf = t.first[1];
+        int32_t leaf = lp_query(&p, lo);
+        if (leaf < 0) leaf = p.t[1].first;
         if (leaf == INT32_MAX || leaf < 0) { st = bp__err(err, BP_ERR_INVALID, "%s: the graph has a cycle", sg->g->name); goto out; }
-        int32_t v = lv[leaf].op;
-        lp_set(&t, leaf, false, 0);
-        active[v] = -1;
+        int32_t v = p.code[leaf] >> 1;
+        p.mask[leaf >> 6] &= ~(1ull << (leaf & 63));
+        lp_block(&p, leaf >> 6);
+        act[v] = 0;
         order[k] = v;
         uint64_t at = bp__sim_run(&s, v);
         if (at > hw) hw = at;
@@ -325,12 +438,7 @@ bp_status bp__sched_lpmf(const bp__sgraph *sg, uint64_t tie_seed, int32_t *order
 #undef LP_UPDATE
 out:
     bp__sim_free(&s);
-    bp__free(a, lv, ((size_t)L + 1) * sizeof *lv);
-    bp__free(a, leaf_full, ((size_t)n + 1) * sizeof *leaf_full);
-    bp__free(a, leaf_ip, ((size_t)n + 1) * sizeof *leaf_ip);
-    bp__free(a, active, ((size_t)n + 1) * sizeof *active);
-    bp__free(a, t.net, 2 * (size_t)P * sizeof(double));
-    bp__free(a, t.arg, 2 * (size_t)P * sizeof(int32_t));
-    bp__free(a, t.first, 2 * (size_t)P * sizeof(int32_t));
+    lp_set_free(a, &p, n);
+    bp__free(a, act, (size_t)n + 1);
     return st;
 }

@@ -14,6 +14,17 @@ typedef struct rg_opts {
     int same_sizes;   /* views and in-place keep sizes (no slices) */
 } rg_opts;
 
+/* Random planner options that change the step model: alignment, aliasing
+ * off, planned graph inputs and constants. */
+static inline void sched_random_opts(unsigned long long *rs, bp_plan_options *po)
+{
+    bp_plan_options_init(po);
+    po->alignment = (test_rand(rs) % 2) ? 256 : 1;
+    po->no_alias = test_rand(rs) % 5 == 0;
+    po->plan_inputs = test_rand(rs) % 3 == 0;
+    po->plan_constants = test_rand(rs) % 4 == 0;
+}
+
 static inline bp_graph *rg_make(unsigned long long *rs, const rg_opts *ro)
 {
     static const uint64_t sizes[] = {0, 64, 256, 300, 1000, 1024, 4096, 5000};

@@ -7,15 +7,6 @@
 #include "internal.h"
 #include "schedule_internal.h"
 
-static void random_opts(unsigned long long *rs, bp_plan_options *po)
-{
-    bp_plan_options_init(po);
-    po->alignment = (test_rand(rs) % 2) ? 256 : 1;
-    po->no_alias = test_rand(rs) % 5 == 0;
-    po->plan_inputs = test_rand(rs) % 3 == 0;
-    po->plan_constants = test_rand(rs) % 4 == 0;
-}
-
 /* Evaluator == bp__lifetimes_peak; step model == evaluator where exact. */
 static void test_evaluator(void)
 {
@@ -27,7 +18,7 @@ static void test_evaluator(void)
         if (!g) continue;
         graphs++;
         bp_plan_options po;
-        random_opts(&rs, &po);
+        sched_random_opts(&rs, &po);
         bp_error err;
         bp__sgraph sg;
         bp__eval ev;
@@ -95,7 +86,7 @@ static void test_schedulers(void)
         REQUIRE(order);
         uint64_t base_min = UINT64_MAX, best = 0;
         bp_plan_options po;
-        random_opts(&rs, &po);
+        sched_random_opts(&rs, &po);
         for (int k = 0; k < BP_SCHED_COUNT; k++) {
             po.sched = (bp_sched_kind)k;
             po.time_limit = 0.002;
