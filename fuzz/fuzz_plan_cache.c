@@ -31,6 +31,7 @@ static void pc_init(void)
     atexit(pc_cleanup);
     FILE *devnull = fopen("/dev/null", "w");
     if (bp_plan_cache_open(pc_dir, devnull, &pc_cache, &err)) abort();
+    bp_plan_cache_set_verify(pc_cache, 1);   /* a hit must then verify */
     bp_plan_options o;
     bp_plan_options_init(&o);
     if (bp_cache_key_make(pc_graph, "", &o, &pc_key, &err)) abort();

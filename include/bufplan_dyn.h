@@ -48,7 +48,7 @@ typedef struct bp_config {
     bp_bucket_spec buckets[BP_MAX_BUCKET_SYMS];
     uint32_t compaction_interval; /* pool: merge free blocks every N deallocs */
     char cache_dir[1024];         /* plan cache directory, "" = none */
-    int cache_verify;             /* run bp_verify on plans loaded from the cache */
+    int cache_verify;             /* also bp_verify plans loaded from the cache (default 0) */
     char preset[32];              /* the preset applied, "" = none */
 } bp_config;
 
@@ -117,7 +117,10 @@ bp_status bp_cache_key_make_hashed(const uint64_t graph_hash[2], const char *sig
  * files are reported (NULL = stderr). */
 bp_status bp_plan_cache_open(const char *dir, FILE *warnings, bp_plan_cache **out, bp_error *err);
 void bp_plan_cache_close(bp_plan_cache *c);
-/* Run bp_verify on every plan loaded (default on). */
+/* Also run bp_verify on every plan loaded (default off: a file is taken
+ * only after its checksum, its key and structural checks that keep every
+ * tensor inside the schedule and the arena; turn this on for a cache
+ * directory that others can write). */
 void bp_plan_cache_set_verify(bp_plan_cache *c, int on);
 /* Looks a plan up.  Hit: BP_OK and *out set.  Miss: BP_OK and *out NULL; a
  * corrupt, truncated, foreign or mismatched file is a miss with a warning

@@ -41,7 +41,7 @@ void bp_config_init(bp_config *c)
     c->warmup_runs = 16;
     c->dynamic_policy = BP_DYN_CONSERVATIVE;
     c->compaction_interval = 4096;   /* the pool's default */
-    c->cache_verify = 1;
+    c->cache_verify = 0;   /* the structural checks always run; bp_verify on request */
 }
 
 /* ----------------------------------------------------------------- presets */

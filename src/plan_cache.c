@@ -307,7 +307,7 @@ bp_status bp_plan_cache_open(const char *dir, FILE *warnings, bp_plan_cache **ou
     if (c->dir) strcpy(c->dir, dir);
     if (!c->dir) { bp__free(&bp__libc_allocator, c, sizeof *c); return bp__err(err, BP_ERR_NOMEM, "plan cache: out of memory"); }
     c->warn = warnings;
-    c->verify = 1;
+    c->verify = 0;   /* structural checks only: see bp_plan_cache_set_verify */
     *out = c;
     return BP_OK;
 }

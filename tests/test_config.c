@@ -57,7 +57,7 @@ static int ck_buckets(const bp_config *c)
 static int ck_compact(const bp_config *c) { return c->compaction_interval == 77; }
 static int ck_threads(const bp_config *c) { return c->plan.threads == 4; }
 static int ck_cache(const bp_config *c) { return !strcmp(c->cache_dir, "/tmp/x"); }
-static int ck_cverify(const bp_config *c) { return c->cache_verify == 0; }
+static int ck_cverify(const bp_config *c) { return c->cache_verify == 1; }
 static int ck_preset(const bp_config *c) { return !strcmp(c->preset, "training") && c->plan.beta > c->plan.alpha; }
 static int ck_format(const bp_config *c) { (void)c; return 1; }
 
@@ -84,7 +84,7 @@ static const key_case cases[] = {
     {"compaction_interval", "77", "77", ck_compact},
     {"threads", "4", "4", ck_threads},
     {"cache_dir", "\"/tmp/x\"", "/tmp/x", ck_cache},
-    {"cache_verify", "false", "no", ck_cverify},
+    {"cache_verify", "true", "yes", ck_cverify},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

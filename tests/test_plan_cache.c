@@ -310,7 +310,9 @@ static void test_hit_miss_corrupt(void)
     fix_checksum(b, n);
     spit(path, b, n);
     expect_bad(c, &k, g, ref, "outside the arena");
-    /* Every placement at 0 (in range, but overlapping): only bp_verify sees it. */
+    /* Every placement at 0 (in range, but overlapping): only bp_verify sees
+     * it, so with verification on (off by default) the file is refused... */
+    bp_plan_cache_set_verify(c, 1);
     memcpy(b, orig, n);
     uint64_t zero = 0;
     for (size_t t = 0; t < nt; t++)
@@ -318,7 +320,7 @@ static void test_hit_miss_corrupt(void)
     fix_checksum(b, n);
     spit(path, b, n);
     expect_bad(c, &k, g, ref, "verification");
-    /* ... and with verification off that file would be taken (why it is on). */
+    /* ... and with verification off (the default) that file is taken. */
     spit(path, b, n);
     bp_plan_cache_set_verify(c, 0);
     CHECK_OK(bp_plan_cache_get(c, &k, g, &p, &err), err);
@@ -326,7 +328,6 @@ static void test_hit_miss_corrupt(void)
     CHECK(p && bp_verify(g, p, &err) == BP_ERR_VERIFY);
     bp_plan_free(p);
     p = NULL;
-    bp_plan_cache_set_verify(c, 1);
     /* A plan for a different graph under the same name: counts differ. */
     bp_graph *g2 = gen("diamond", 0, 0);
     CHECK(bp_plan_cache_put(c, &k, g2, NULL, &err) == BP_ERR_USAGE);

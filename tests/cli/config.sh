@@ -39,7 +39,7 @@ cat >"$tmp/all.json" <<'J'
  "beta": 0.8, "time_limit": 3.5, "budget": "64M", "assigner": "color", "alignment": 128, "seed": 5,
  "alias": false, "plan_inputs": true, "plan_constants": true, "fence_aware": false, "replan": false,
  "warmup_runs": 7, "dynamic_policy": "cover", "buckets": {"S": [128, 256, 512]},
- "compaction_interval": 1000, "threads": 2, "cache_dir": "/tmp/c", "cache_verify": false}
+ "compaction_interval": 1000, "threads": 2, "cache_dir": "/tmp/c", "cache_verify": true}
 J
 "$CLI" config --show --config "$tmp/all.json" >"$tmp/all.out" || bad "config --config"
 python3 - "$tmp/all.json" "$tmp/all.out" <<'PY' || bad "--show does not echo the file"
