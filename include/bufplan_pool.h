@@ -138,7 +138,11 @@ typedef struct bp_pool_stats {
     uint64_t failures;              /* allocations that failed */
     uint64_t meta_bytes;            /* host memory for the pool's own metadata */
     uint64_t class_free_bytes[BP_POOL_N_CLASSES];  /* free bytes by owning class */
-    uint64_t class_allocs[BP_POOL_N_CLASSES];      /* allocations served from each class's memory */
+    uint64_t class_allocs[BP_POOL_N_CLASSES];      /* allocations served from each class's free lists */
+    uint64_t cached_bytes;          /* freed blocks held in other threads' caches (counted in
+                                       neither in_use_bytes nor free_bytes; the calling thread's
+                                       cache is returned before the snapshot) */
+    uint64_t cache_hits;            /* allocations served from a thread cache */
 } bp_pool_stats;
 
 /* A consistent snapshot (briefly takes every lock). */

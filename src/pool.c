@@ -33,6 +33,14 @@
  * holds two class locks unless it holds the global lock, so there is no
  * lock-order cycle.  (The seed took the global lock to borrow too; taking
  * only the donor's lock is enough, because a borrow touches one list.)
+ *
+ * Thread magazines: each thread (through a pthread key owned by the pool)
+ * caches up to 16 freed blocks per class below 1 MiB, 2 MiB in all, and an
+ * alloc of exactly a cached size takes the newest one: a hit touches only
+ * the thread's own, uncontended lock.  Before merging or growing (and for
+ * compact, trim, statistics) every cache goes back to the lists, so cached
+ * blocks never make the pool grow; a thread's exit returns its cache too.
+ * Lock order: global, magazines, classes.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
@@ -54,7 +62,14 @@
 #define SPARE_MAX 256u
 #define NBINS 32
 
-enum { BLK_DEAD = 0, BLK_FREE, BLK_USED, BLK_GOING };
+enum { BLK_DEAD = 0, BLK_FREE, BLK_USED, BLK_GOING, BLK_CACHED };
+
+/* Thread magazines: classes below MAG_CLS keep up to MAG_N recently freed
+ * blocks per class and MAG_BYTES in all per thread, off the shared lists. */
+#define MAG_CLS 11                     /* 256 B .. < 1 MiB */
+#define MAG_N 16
+#define MAG_BYTES (2u << 20)
+#define MAG_BATCH 32u                  /* deallocs counted locally before the shared counter */
 
 typedef struct pchunk pchunk;
 
@@ -98,6 +113,22 @@ typedef struct pcls {
     uint64_t lent;                    /* of those, for a smaller class (borrowed) */
 } pcls;
 
+/* One thread's cache of freed blocks, found through the pool's pthread key.
+ * Its own spin lock is uncontended except when the pool returns every cache
+ * to the lists (before growing, merging, trimming, statistics).  On thread
+ * exit the key's destructor returns its blocks to their classes. */
+typedef struct pmag {
+    _Alignas(64) atomic_int lock;
+    struct pmag *next, *prev;         /* the pool's magazines (global lock) */
+    bp_pool *pool;
+    uint64_t bytes;                   /* cached bytes */
+    uint32_t since;                   /* deallocs not yet added to since_compact */
+    uint8_t n[MAG_CLS];
+    uint64_t size[MAG_CLS][MAG_N];    /* oldest first */
+    uint32_t desc[MAG_CLS][MAG_N];
+    atomic_uint_fast64_t cached, hits, puts;
+} pmag;
+
 struct bp_pool {
     pcls cls[NCLS];
     void *raw;                        /* what alloc returned (the struct is 64-aligned) */
@@ -121,7 +152,13 @@ struct bp_pool {
     /* lock-free */
     _Atomic(pindex *) index;
     atomic_uint nonempty;             /* hint: bit k set when class k's list is not empty */
-    atomic_uint_fast64_t in_use, peak_in_use, since_compact, failures;
+    atomic_uint_fast64_t in_use, peak_in_use, since_compact, failures; /* in_use: blocks off the lists
+                                                                         (handed out or cached) */
+    /* thread magazines */
+    pthread_key_t key;
+    int has_key;
+    pmag *mags;                       /* under the global lock */
+    uint64_t mag_hits, mag_puts;      /* of magazines already gone */
     /* arena */
     void *arena_raw;
     uint64_t arena_bytes, arena_reserved;
@@ -353,6 +390,113 @@ static void pool_account_alloc(bp_pool *p, uint64_t size)
     }
 }
 
+/* ------------------------------------------------------ thread magazines */
+
+static inline void mag_set(atomic_uint_fast64_t *a, uint64_t v) { atomic_store_explicit(a, v, memory_order_relaxed); }
+static inline void mag_inc(atomic_uint_fast64_t *a) { mag_set(a, atomic_load_explicit(a, memory_order_relaxed) + 1); }
+
+/* Block i (off every list) goes back to its home's free list. */
+static void pool_list_put(bp_pool *p, uint32_t i)
+{
+    pblk *b = D(p, i);
+    uint64_t size = b->size;
+    pcls *K = &p->cls[b->home];
+    pool_spin_lock(&K->lock);
+    pool_push(p, K, i);
+    pool_spin_unlock(&K->lock);
+    atomic_fetch_sub_explicit(&p->in_use, size, memory_order_relaxed);
+}
+
+/* Entry j of class c leaves the magazine (the owner's thread). */
+static inline uint32_t mag_remove(pmag *m, int c, int j)
+{
+    uint32_t i = m->desc[c][j];
+    m->bytes -= m->size[c][j];
+    int last = m->n[c] - 1;
+    for (int k = j; k < last; k++) { m->size[c][k] = m->size[c][k + 1]; m->desc[c][k] = m->desc[c][k + 1]; }
+    m->n[c] = (uint8_t)last;
+    mag_set(&m->cached, m->bytes);
+    return i;
+}
+
+static void mag_count_deallocs(bp_pool *p, pmag *m, uint32_t n);
+
+/* Returns every cached block to its class (m locked). */
+static void pool_mag_flush(bp_pool *p, pmag *m)
+{
+    for (int c = 0; c < MAG_CLS; c++)
+        while (m->n[c]) pool_list_put(p, mag_remove(m, c, 0));
+    if (m->since) {
+        uint32_t n = m->since;
+        m->since = 0;
+        atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed);
+    }
+}
+
+/* pthread key destructor: the thread is gone, its blocks go home. */
+static void pool_mag_exit(void *v)
+{
+    pmag *m = v;
+    bp_pool *p = m->pool;
+    pthread_mutex_lock(&p->global);
+    pool_spin_lock(&m->lock);
+    pool_mag_flush(p, m);
+    pool_spin_unlock(&m->lock);
+    p->mag_hits += atomic_load_explicit(&m->hits, memory_order_relaxed);
+    p->mag_puts += atomic_load_explicit(&m->puts, memory_order_relaxed);
+    if (m->prev) m->prev->next = m->next;
+    else p->mags = m->next;
+    if (m->next) m->next->prev = m->prev;
+    p->meta_bytes -= sizeof *m;
+    pthread_mutex_unlock(&p->global);
+    bp__free(&p->alloc, m, sizeof *m);
+}
+
+/* The calling thread's magazine, made on first use; NULL without one. */
+static pmag *pool_mag(bp_pool *p)
+{
+    if (!p->has_key) return NULL;
+    pmag *m = pthread_getspecific(p->key);
+    if (m) return m;
+    m = bp__calloc(&p->alloc, 1, sizeof *m);
+    if (!m) return NULL;
+    m->pool = p;
+    atomic_init(&m->lock, 0);
+    atomic_init(&m->cached, 0);
+    atomic_init(&m->hits, 0);
+    atomic_init(&m->puts, 0);
+    pthread_mutex_lock(&p->global);
+    m->next = p->mags;
+    if (p->mags) p->mags->prev = m;
+    p->mags = m;
+    p->meta_bytes += sizeof *m;
+    pthread_mutex_unlock(&p->global);
+    if (pthread_setspecific(p->key, m) != 0) {
+        pool_mag_exit(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Returns every thread's cached blocks to the lists (global lock held, no
+ * class lock held). */
+static void pool_mag_flush_all(bp_pool *p)
+{
+    for (pmag *m = p->mags; m; m = m->next) {
+        pool_spin_lock(&m->lock);
+        pool_mag_flush(p, m);
+        pool_spin_unlock(&m->lock);
+    }
+}
+
+/* Bytes in every magazine (global lock held). */
+static uint64_t pool_cached_bytes(bp_pool *p)
+{
+    uint64_t n = 0;
+    for (pmag *m = p->mags; m; m = m->next) n += atomic_load_explicit(&m->cached, memory_order_relaxed);
+    return n;
+}
+
 /* ---------------------------------------------------------------- merging */
 
 /* Merges every free block with the free blocks after it of the same home.
@@ -391,6 +535,7 @@ void bp_pool_compact(bp_pool *p)
 {
     if (!p) return;
     pthread_mutex_lock(&p->global);
+    pool_mag_flush_all(p);
     pool_lock_all(p);
     pool_merge_locked(p);
     pool_unlock_all(p);
@@ -404,6 +549,16 @@ static void pool_maybe_compact(bp_pool *p)
     if (atomic_load_explicit(&p->since_compact, memory_order_relaxed) >= p->compact_interval) pool_merge_locked(p);
     pool_unlock_all(p);
     pthread_mutex_unlock(&p->global);
+}
+
+static void mag_count_deallocs(bp_pool *p, pmag *m, uint32_t n)
+{
+    (void)m;
+    if (p->compact_interval &&
+        atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed) + n >= p->compact_interval)
+        pool_maybe_compact(p);
+    else if (!p->compact_interval)
+        atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed);
 }
 
 /* ----------------------------------------------------------------- chunks */
@@ -590,7 +745,8 @@ static bp_status pool_exhausted(bp_pool *p, uint64_t bytes, uint64_t sz, int c, 
                    "reserved %" PRIu64 " bytes (limit %s), in use %" PRIu64 ", free %" PRIu64 " in %" PRIu64
                    " blocks, largest free block %" PRIu64,
                    p->be.name ? p->be.name : "backend", bytes, sz, cname, what, p->reserved, limit,
-                   (uint64_t)atomic_load_explicit(&p->in_use, memory_order_relaxed), free_b, nfree, largest);
+                   (uint64_t)atomic_load_explicit(&p->in_use, memory_order_relaxed) - pool_cached_bytes(p), free_b,
+                   nfree, largest);
 }
 
 /* Own class, then larger classes (borrowing).  All class locks held. */
@@ -611,6 +767,7 @@ static uint32_t pool_search(bp_pool *p, int c, uint64_t sz, int *from)
 static bp_status pool_alloc_slow(bp_pool *p, uint64_t bytes, uint64_t sz, int c, void **ptr, bp_error *err)
 {
     pthread_mutex_lock(&p->global);
+    pool_mag_flush_all(p); /* cached blocks may merge into what is needed */
     int from = c;
     uint32_t i = 0;
     {
@@ -667,6 +824,21 @@ bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err)
     }
     uint64_t sz = (req + p->quantum - 1) & ~(p->quantum - 1);
     int c = pool_class(sz);
+    /* this thread's magazine: an exact size, most recent first */
+    pmag *m = c < MAG_CLS ? pool_mag(p) : NULL;
+    if (m && m->n[c]) {
+        pool_spin_lock(&m->lock);
+        for (int j = m->n[c] - 1; j >= 0; j--) {
+            if (m->size[c][j] != sz) continue;
+            pblk *b = D(p, mag_remove(m, c, j));
+            mag_inc(&m->hits);
+            atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
+            pool_spin_unlock(&m->lock);
+            *ptr = (void *)b->addr;
+            return BP_OK;
+        }
+        pool_spin_unlock(&m->lock);
+    }
     /* own class, then larger ones (borrowing), one class lock at a time */
     unsigned mask = atomic_load_explicit(&p->nonempty, memory_order_relaxed) >> c;
     for (int k = c; mask; k++, mask >>= 1) {
@@ -711,6 +883,29 @@ bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err)
     uint64_t size = b->size;
     int home = b->home;
     if (p->seed_bug) b->home = (uint8_t)(home = b->served);
+    /* into this thread's magazine: the oldest entry of the class makes room */
+    int c = pool_class(size);
+    pmag *m = c < MAG_CLS && size <= MAG_BYTES / 4 ? pool_mag(p) : NULL;
+    if (m) {
+        pool_spin_lock(&m->lock);
+        if (m->n[c] == MAG_N) pool_list_put(p, mag_remove(m, c, 0));
+        while (m->n[c] && m->bytes + size > MAG_BYTES) pool_list_put(p, mag_remove(m, c, 0));
+        if (m->bytes + size <= MAG_BYTES) {
+            atomic_store_explicit(&b->state, BLK_CACHED, memory_order_relaxed);
+            m->size[c][m->n[c]] = size;
+            m->desc[c][m->n[c]] = i;
+            m->n[c]++;
+            m->bytes += size;
+            mag_set(&m->cached, m->bytes);
+            mag_inc(&m->puts);
+            uint32_t n = ++m->since >= MAG_BATCH ? m->since : 0;
+            if (n) m->since = 0;
+            pool_spin_unlock(&m->lock);
+            if (n) mag_count_deallocs(p, m, n);
+            return BP_OK;
+        }
+        pool_spin_unlock(&m->lock);
+    }
     pcls *K = &p->cls[home];
     pool_spin_lock(&K->lock);
     pool_push(p, K, i);
@@ -798,6 +993,8 @@ static bp_status pool_create(const bp_pool_options *o, bp_pool **out, bp_error *
         bp__free(a, raw, raw_size);
         return bp__err(err, BP_ERR_NOMEM, "pool: cannot create a mutex");
     }
+    /* without a key (the process ran out of them) there are no thread caches */
+    p->has_key = pthread_key_create(&p->key, pool_mag_exit) == 0;
     *out = p;
     return BP_OK;
 }
@@ -888,6 +1085,16 @@ void bp_pool_free(bp_pool *p)
         r = next;
     }
     for (uint32_t s = 0; s < p->n_slabs; s++) bp__free(&p->alloc, p->slabs[s], DESC_SLAB * sizeof(pblk));
+    /* after the key is deleted no thread runs its destructor for this pool */
+    if (p->has_key) {
+        pthread_setspecific(p->key, NULL);
+        pthread_key_delete(p->key);
+    }
+    for (pmag *m = p->mags; m;) {
+        pmag *next = m->next;
+        bp__free(&p->alloc, m, sizeof *m);
+        m = next;
+    }
     pthread_mutex_destroy(&p->global);
     bp_allocator a = p->alloc;
     bp__free(&a, p->raw, p->raw_size);
@@ -898,6 +1105,7 @@ uint64_t bp_pool_trim(bp_pool *p)
     if (!p) return 0;
     uint64_t released = 0;
     pthread_mutex_lock(&p->global);
+    pool_mag_flush_all(p);
     pool_lock_all(p);
     pool_merge_locked(p);
     bool changed = false;
@@ -968,6 +1176,7 @@ void bp_pool_get_stats(bp_pool *p, bp_pool_stats *s)
     memset(s, 0, sizeof *s);
     if (!p) return;
     pthread_mutex_lock(&p->global);
+    pool_mag_flush_all(p); /* exact counts: every cached block back on its list */
     pool_lock_all(p);
     for (int k = 0; k < NCLS; k++) {
         pcls *K = &p->cls[k];
@@ -985,7 +1194,16 @@ void bp_pool_get_stats(bp_pool *p, bp_pool_stats *s)
     s->reserved_bytes = p->reserved;
     s->peak_reserved_bytes = p->peak_reserved;
     s->arena_bytes = p->arena_bytes;
-    s->in_use_bytes = atomic_load_explicit(&p->in_use, memory_order_relaxed);
+    s->n_allocs += p->mag_hits;
+    s->n_deallocs += p->mag_puts;
+    for (pmag *m = p->mags; m; m = m->next) {
+        s->cached_bytes += atomic_load_explicit(&m->cached, memory_order_relaxed);
+        s->n_allocs += atomic_load_explicit(&m->hits, memory_order_relaxed);
+        s->n_deallocs += atomic_load_explicit(&m->puts, memory_order_relaxed);
+    }
+    s->cache_hits = p->mag_hits;
+    for (pmag *m = p->mags; m; m = m->next) s->cache_hits += atomic_load_explicit(&m->hits, memory_order_relaxed);
+    s->in_use_bytes = atomic_load_explicit(&p->in_use, memory_order_relaxed) - s->cached_bytes;
     s->peak_in_use_bytes = atomic_load_explicit(&p->peak_in_use, memory_order_relaxed);
     s->fragmentation = s->free_bytes ? 1.0 - (double)s->largest_free_bytes / (double)s->free_bytes : 0.0;
     s->os_calls = p->os_calls;
@@ -1015,6 +1233,8 @@ void bp_pool_stats_print(bp_pool *p, FILE *f)
             s.in_use_bytes, s.peak_in_use_bytes, s.n_live_blocks);
     fprintf(f, "  free           %14" PRIu64 " bytes in %" PRIu64 " blocks, largest %" PRIu64 ", fragmentation %.3f\n",
             s.free_bytes, s.n_free_blocks, s.largest_free_bytes, s.fragmentation);
+    fprintf(f, "  thread caches  %14" PRIu64 " bytes, %" PRIu64 " allocations served from them\n", s.cached_bytes,
+            s.cache_hits);
     fprintf(f, "  allocs %" PRIu64 ", deallocs %" PRIu64 ", borrows %" PRIu64 ", failures %" PRIu64
                ", merge passes %" PRIu64 " (%" PRIu64 " blocks merged), metadata %" PRIu64 " bytes\n",
             s.n_allocs, s.n_deallocs, s.borrows, s.failures, s.compactions, s.merges, s.meta_bytes);
@@ -1039,8 +1259,10 @@ bp_status bp__pool_check(bp_pool *p, int quiescent, bp_error *err)
     if (!p) return bp__err(err, BP_ERR_USAGE, "pool check: NULL pool");
     bp_status st = BP_OK;
     pthread_mutex_lock(&p->global);
+    /* order: global, magazines, classes (as everywhere) */
+    for (pmag *m = p->mags; m; m = m->next) pool_spin_lock(&m->lock);
     pool_lock_all(p);
-    uint64_t free_b = 0, used_b = 0, usable = 0, nfree = 0;
+    uint64_t free_b = 0, used_b = 0, cached_b = 0, usable = 0, nfree = 0;
 #define PCHECK(cond, ...) do { if (!(cond)) { st = bp__err(err, BP_ERR_VERIFY, __VA_ARGS__); goto done; } } while (0)
     for (size_t j = 0; j < p->n_chunks; j++) {
         pchunk *ch = p->chunks[j];
@@ -1056,9 +1278,10 @@ bp_status bp__pool_check(bp_pool *p, int quiescent, bp_error *err)
             PCHECK(b->size && (b->size & (p->quantum - 1)) == 0, "block %u: size %" PRIu64, i, b->size);
             PCHECK(b->chunk == ch && b->prev_phys == prev, "block %u: bad chunk or prev link", i);
             PCHECK(atomic_load(&ch->map[(b->addr - ch->start) >> p->qshift]) == i, "block %u: page map", i);
-            PCHECK(s == BLK_FREE || s == BLK_USED || s == BLK_GOING, "block %u: state %u", i, s);
+            PCHECK(s == BLK_FREE || s == BLK_USED || s == BLK_GOING || s == BLK_CACHED, "block %u: state %u", i, s);
             PCHECK(b->home < NCLS, "block %u: home %u", i, b->home);
             if (s == BLK_FREE) { free_b += b->size; nfree++; }
+            else if (s == BLK_CACHED) cached_b += b->size;
             else used_b += b->size;
             for (uintptr_t g = b->addr + p->quantum; g < b->addr + b->size; g += p->quantum)
                 if (atomic_load(&ch->map[(g - ch->start) >> p->qshift]) != 0)
@@ -1095,12 +1318,31 @@ bp_status bp__pool_check(bp_pool *p, int quiescent, bp_error *err)
     for (int k = 0; k < NCLS; k++)
         PCHECK(!!(atomic_load(&p->nonempty) & (1u << k)) == !!p->cls[k].bins, "class %d: non-empty hint is wrong", k);
     PCHECK(usable == p->usable, "usable %" PRIu64 " vs %" PRIu64, usable, p->usable);
-    if (quiescent)
-        PCHECK(used_b == atomic_load(&p->in_use), "in use counter %" PRIu64 ", blocks %" PRIu64,
-               (uint64_t)atomic_load(&p->in_use), used_b);
+    {
+        uint64_t mb = 0;
+        for (pmag *m = p->mags; m; m = m->next) {
+            uint64_t b = 0;
+            for (int c = 0; c < MAG_CLS; c++)
+                for (int j = 0; j < m->n[c]; j++) {
+                    pblk *x = D(p, m->desc[c][j]);
+                    PCHECK(atomic_load(&x->state) == BLK_CACHED && x->size == m->size[c][j] && pool_class(x->size) == c,
+                           "magazine: block %u is not a cached block of class %d", m->desc[c][j], c);
+                    b += x->size;
+                }
+            PCHECK(b == m->bytes && b == atomic_load(&m->cached), "magazine: %" PRIu64 " bytes, counters %" PRIu64,
+                   b, m->bytes);
+            mb += b;
+        }
+        PCHECK(mb == cached_b, "magazines hold %" PRIu64 " bytes, cached blocks %" PRIu64, mb, cached_b);
+        if (quiescent) {
+            PCHECK(used_b + cached_b == atomic_load(&p->in_use), "in use counter %" PRIu64 ", blocks %" PRIu64
+                   " + cached %" PRIu64, (uint64_t)atomic_load(&p->in_use), used_b, cached_b);
+        }
+    }
 #undef PCHECK
 done:
     pool_unlock_all(p);
+    for (pmag *m = p->mags; m; m = m->next) pool_spin_unlock(&m->lock);
     pthread_mutex_unlock(&p->global);
     return st;
 }

@@ -10,6 +10,7 @@
 #include "pool_internal.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
@@ -583,6 +584,67 @@ static void test_reserve_up_front(void)
     CHECK(bp_pool_new(&o, &p, &err) == BP_ERR_EXHAUSTED && p == NULL);
 }
 
+
+/* ------------------------------------------------------ thread caches */
+
+typedef struct { bp_pool *p; void *blk[8]; int n; } cache_arg;
+
+static void *cache_thread(void *v)
+{
+    cache_arg *a = v;
+    bp_error err = {0};
+    /* freed here: they stay in this thread's cache until it exits */
+    for (int i = 0; i < a->n; i++) CHECK_OK(bp_pool_dealloc(a->p, a->blk[i], &err), err);
+    return NULL;
+}
+
+static void test_thread_cache(void)
+{
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+    REQUIRE(p);
+    bp_pool_stats s0, s1;
+    bp_pool_get_stats(p, &s0);
+    /* free then alloc of the same rounded size: the same block, from the cache */
+    void *a = NULL, *b = NULL;
+    CHECK_OK(bp_pool_alloc(p, 5000, &a, &err), err);
+    CHECK_OK(bp_pool_dealloc(p, a, &err), err);
+    CHECK(bp_pool_block_bytes(p, a) == 0);
+    CHECK(bp_pool_dealloc(p, a, &err) == BP_ERR_USAGE);   /* double free of a cached block */
+    CHECK_OK(bp__pool_check(p, 1, &err), err);             /* with a block in the cache */
+    CHECK_OK(bp_pool_alloc(p, 5100, &b, &err), err);       /* rounds to the same 5120 */
+    CHECK(a == b && bp_pool_block_bytes(p, b) == 5120);
+    bp_pool_get_stats(p, &s1);
+    CHECK(s1.cache_hits == s0.cache_hits + 1 && s1.n_allocs == 2 && s1.n_deallocs == 1 && s1.n_live_blocks == 1);
+    CHECK(s1.in_use_bytes == 5120);
+    /* a different size never comes from the cache */
+    CHECK_OK(bp_pool_dealloc(p, b, &err), err);
+    CHECK_OK(bp_pool_alloc(p, 5400, &a, &err), err);
+    CHECK(bp_pool_block_bytes(p, a) == 5632);
+    CHECK_OK(bp_pool_dealloc(p, a, &err), err);
+    /* blocks freed by another thread sit in its cache; statistics return
+     * them first, and so does the thread's exit */
+    cache_arg ca = {p, {0}, 8};
+    for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_alloc(p, (uint64_t)(i + 1) * 3000, &ca.blk[i], &err), err);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, cache_thread, &ca) == 0);
+    pthread_join(th, NULL);
+    bp_pool_get_stats(p, &s1);
+    CHECK(s1.in_use_bytes == 0 && s1.n_live_blocks == 0 && s1.cached_bytes == 0);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_compact(p);
+    bp_pool_get_stats(p, &s1);
+    CHECK_MSG(s1.n_free_blocks == s1.n_chunks, "%" PRIu64 " free blocks in %" PRIu64 " chunks", s1.n_free_blocks,
+              s1.n_chunks);
+    /* the cache is bounded: many frees of one size leave most on the lists */
+    void *v[64];
+    for (int i = 0; i < 64; i++) CHECK_OK(bp_pool_alloc(p, 1024, &v[i], &err), err);
+    for (int i = 0; i < 64; i++) CHECK_OK(bp_pool_dealloc(p, v[i], &err), err);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_free(p);
+}
+
 int main(void)
 {
     test_classes();
@@ -593,6 +655,7 @@ int main(void)
     test_arena();
     test_reserve_up_front();
     test_device_backend();
+    test_thread_cache();
     shadow_run(256, 4096, 60000, 1);
     shadow_run(4096, 64, 30000, 2);
     shadow_run(256, 0, 30000, 3);

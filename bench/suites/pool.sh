@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # bench/run.sh pool [--quick] — bufplan's pool against glibc, jemalloc, mimalloc
-# and tcmalloc, side by side: alloc/free traces replayed 1 and 2 threads at a
-# time.  Traces: the event tables of generated graphs (resnet50, transformer,
-# randwire) and of the ONNX models under $BP_DATA/onnx, taken from
-# `bufplan plan --format json` (skipped when the CLI cannot plan them yet),
-# plus a synthetic stress trace.  Prints one Markdown table; ratios are the
-# pool's throughput over the best peer's, and the pool's peak reserved bytes
-# over the smallest peer's.
+# and tcmalloc, side by side: alloc/free traces replayed by 1 and 2 threads.
+# Traces (bench/pool/trace.c): generated graphs (resnet50, transformer,
+# randwire) and ONNX models under $BP_DATA/onnx run without a plan (Kahn
+# order, every storage allocated when produced and freed after its last
+# reader), plus a synthetic stress trace.  With 2 threads each thread replays
+# its own copy of the trace on the same allocator.  Prints one Markdown table
+# and the pool's fragmentation drift over a long synthetic trace.
 set -uo pipefail
 quick=0
 for a in "$@"; do [ "$a" = --quick ] && quick=1; done
 B="${BP_BUILD:?}"
 bin="$B/bench/pool"
-cli="$B/bufplan"
+data="${BP_DATA:-/nonexistent}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-iters=5; syn_events=200000; max_onnx=4
-if [ $quick = 1 ]; then iters=2; syn_events=40000; max_onnx=1; fi
+min_calls=2000000; syn_events=200000; drift_events=1000000
+onnx=(torchvision/vit_b_16 torchvision/swin_t torchvision/densenet121 torchvision/inception_v3 torchvision/mobilenet_v2)
+if [ $quick = 1 ]; then min_calls=300000; syn_events=40000; drift_events=200000; onnx=(torchvision/vit_b_16 torchvision/mobilenet_v2); fi
 
 allocs=(pool)
 for a in glibc jemalloc mimalloc tcmalloc; do [ -x "$bin/pool_replay_$a" ] && allocs+=("$a"); done
@@ -24,42 +25,32 @@ for a in glibc jemalloc mimalloc tcmalloc; do [ -x "$bin/pool_replay_$a" ] && al
 traces=()
 "$bin/pool_trace" synthetic 1 "$syn_events" > "$work/synthetic.csv" && traces+=("synthetic")
 for g in resnet50 transformer randwire; do
-  if "$cli" gen "$g" -o "$work/$g.json" >/dev/null 2>&1 &&
-     "$cli" plan "$work/$g.json" --format json -o "$work/$g.plan.json" >/dev/null 2>&1 &&
-     "$bin/pool_trace" plan "$work/$g.plan.json" > "$work/$g.csv" 2>/dev/null; then
-    traces+=("$g")
-  else
-    echo "note: no trace for $g (bufplan gen/plan not available yet)" >&2
-  fi
+  "$bin/pool_trace" graph "$g" > "$work/$g.csv" && traces+=("$g")
 done
-n=0
-while IFS= read -r m; do
-  [ $n -ge $max_onnx ] && break
-  name="onnx-$(basename "$m" .onnx)"
-  if "$cli" plan "$m" --format json -o "$work/$name.plan.json" >/dev/null 2>&1 &&
-     "$bin/pool_trace" plan "$work/$name.plan.json" > "$work/$name.csv" 2>/dev/null; then
-    traces+=("$name"); n=$((n + 1))
-  fi
-done < <(find "${BP_DATA:-/nonexistent}/onnx" -name '*.onnx' -size -20M 2>/dev/null | sort)
+for m in "${onnx[@]}"; do
+  f="$data/onnx/$m.onnx"
+  name="onnx-$(basename "$m")"
+  [ -f "$f" ] && "$bin/pool_trace" graph "$f" --dim N=1 > "$work/$name.csv" && traces+=("$name")
+done
 
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
 
-printf '| trace | threads |'
+printf '| trace | allocs | thr |'
 for a in "${allocs[@]}"; do printf ' %s Mcalls/s |' "$a"; done
 for a in "${allocs[@]}"; do printf ' %s peak MiB |' "$a"; done
-printf ' pool OS calls after warm-up | pool fragmentation | throughput vs best peer | peak vs smallest peer |\n'
-printf '|---|---|'; for _ in "${allocs[@]}" "${allocs[@]}"; do printf -- '---|'; done; printf -- '---|---|---|---|\n'
+for a in "${allocs[@]}"; do printf ' %s OS calls |' "$a"; done
+printf ' pool vs best peer | pool peak vs smallest peer |\n'
+printf '|---|---|---|'; for _ in "${allocs[@]}" "${allocs[@]}" "${allocs[@]}"; do printf -- '---|'; done; printf -- '---|---|\n'
 for t in "${traces[@]}"; do
+  nal=$(grep -c '^ALLOC' "$work/$t.csv")
   for th in 1 2; do
-    declare -A thr=() peak=()
-    extra=""
+    declare -A thr=() peak=() osc=()
     for a in "${allocs[@]}"; do
-      out="$("$bin/pool_replay_$a" "$work/$t.csv" --iters $iters --threads $th 2>&1 | tail -1)"
+      out="$("$bin/pool_replay_$a" "$work/$t.csv" --min-calls $min_calls --max-round-s 2 --rounds 3 --threads $th 2>&1 | tail -1)"
       thr[$a]="$(echo " $out" | field mcalls_per_s)"
-      peak[$a]="$(echo " $out" | field peak_va_mib)"
-      if [ "$a" = pool ]; then
-        extra="$(echo " $out" | field os_calls_after_warmup) | $(echo " $out" | field fragmentation)"
-      fi
+      peak[$a]="$(echo " $out" | field peak_rss_mib)"
+      osc[$a]="$(echo " $out" | field os_calls_after_warmup)"
+      [ "$a" = pool ] && osc[$a]="${osc[$a]} ($(echo " $out" | field pool_os_calls_after_warmup))"
       [ "$(echo " $out" | field verified)" = yes ] || thr[$a]="${thr[$a]}(unverified)"
     done
     best=0; small=0
@@ -68,15 +59,21 @@ for t in "${traces[@]}"; do
       best=$(awk -v x="${thr[$a]%%(*}" -v b="$best" 'BEGIN{print (x+0 > b+0) ? x : b}')
       small=$(awk -v x="${peak[$a]}" -v b="$small" 'BEGIN{print (b+0 == 0 || x+0 < b+0) ? x : b}')
     done
-    printf '| %s | %s |' "$t" "$th"
+    printf '| %s | %s | %s |' "$t" "$nal" "$th"
     for a in "${allocs[@]}"; do printf ' %s |' "${thr[$a]}"; done
     for a in "${allocs[@]}"; do printf ' %s |' "${peak[$a]}"; done
-    printf ' %s | %s | %s |\n' "$extra" \
+    for a in "${allocs[@]}"; do printf ' %s |' "${osc[$a]}"; done
+    printf ' %s | %s |\n' \
       "$(awk -v p="${thr[pool]}" -v b="$best" 'BEGIN{printf (b > 0 ? "%.2fx" : "-"), p / b}')" \
       "$(awk -v p="${peak[pool]}" -v b="$small" 'BEGIN{printf (b > 0 ? "%.2fx" : "-"), p / b}')"
-    unset thr peak
+    unset thr peak osc
   done
 done
 echo
-echo "Mcalls/s: alloc+free calls per second after one warm-up replay ($iters replays; 2 threads replay at once)."
-echo "peak MiB: growth of the process's peak virtual size during the run (what the allocator reserved)."
+echo "allocs: ALLOC rows per replay.  Mcalls/s: alloc+free calls per second, best of 3 timed rounds of >= $min_calls calls per thread (fewer when a round would pass ~2 s), after a warm-up replay."
+echo "peak MiB: growth of peak RSS over the warm-up replay, which writes every page of every block (memory taken from the OS and used)."
+echo "OS calls: mmap/munmap/mremap/madvise/brk/mprotect calls of the process during the timed rounds (perf tracepoints); for the pool, its own backend calls in parentheses."
+"$bin/pool_trace" synthetic 7 "$drift_events" > "$work/drift.csv"
+out="$("$bin/pool_replay_pool" "$work/drift.csv" --iters 1 --rounds 1 --frag-at 10000 | tail -1)"
+echo
+echo "Drift, pool, one synthetic trace of $drift_events events: after 10k events fragmentation $(echo " $out" | field frag_early), reserved/peak-in-use $(echo " $out" | field overhead_early); after the whole trace (replayed twice) fragmentation $(echo " $out" | field frag_late), reserved/peak-in-use $(echo " $out" | field overhead_late)."
