@@ -17,6 +17,11 @@
  *    their steps, so any order of the window is topological).  A new order
  *    is kept when the exact evaluator says it is better: lower peak, or the
  *    same peak reached at fewer steps.
+ * 5. Local search (schedule_local.c): ops near the peak step slide across it
+ *    within their dependency windows, the profile kept in a segment tree.
+ * Lower bound: the static one of the sgraph, or, for graphs of up to 4,096
+ * ops, the bytes that must be live at some op's step in every order (see
+ * best_forced_lb); the search stops when the peak reaches it (optimal).
  * The search is bounded by a work count derived from opts->time_limit
  * (calibrated at about 2e8 units per second; a greedy run over V ops with E
  * touches costs 60 (V + E)), not by the clock, so the result is the same for
@@ -452,6 +457,103 @@ uint64_t bp__sched_portfolio(const bp__sgraph *sg, bp__eval *ev, const bp_plan_o
     return b.peak;
 }
 
+/* ----------------------------------------------------- forced lower bound */
+
+/* A lower bound of the peak over all orders, from what must be live
+ * together.  At the step of op v, a storage with a toucher among v's
+ * ancestors (v included) and one among its descendants (v included) is
+ * live in every order: its hull spans v's step.  So is one live from the
+ * start (a read input) with a toucher among the descendants, or a pinned
+ * output with a toucher among the ancestors.  An in-place write could make
+ * such a storage share bytes with its input: outputs that may be merged in
+ * some order (an in-place candidate whose input is not pinned and has no
+ * toucher among the writer's descendants) are left out, so the bound holds
+ * for every order.  Per storage,
+ * the ops v where it is forced are (union of the touchers' descendants) and
+ * (union of their ancestors), as bitsets: O(V (V + E) / 64) time, V^2 / 32
+ * bytes, so only for graphs of up to 4,096 ops.  Returns 0 when skipped. */
+static uint64_t best_forced_lb(const bp__sgraph *sg, uint64_t *work)
+{
+    const bp_allocator *a = &sg->g->alloc;
+    int32_t n = sg->n, W = (n + 63) / 64;
+    if (n < 2 || n > 4096 || !sg->ns) return 0;
+    size_t nw = (size_t)n * W;
+    uint64_t *anc = bp__calloc(a, nw, sizeof *anc), *des = bp__calloc(a, nw, sizeof *des);
+    uint64_t *x = bp__alloc(a, 2 * (size_t)W * sizeof *x), *sum = bp__calloc(a, (size_t)n, sizeof *sum);
+    int32_t *ord = bp__alloc(a, (size_t)n * sizeof *ord), *indeg = bp__alloc(a, (size_t)n * sizeof *indeg);
+    uint8_t *merge = bp__calloc(a, (size_t)sg->ns, 1);
+    uint64_t lb = 0;
+    if (!anc || !des || !x || !sum || !ord || !indeg || !merge) goto out;
+    /* a topological order (Kahn) */
+    int32_t k = 0, h = 0;
+    for (int32_t v = 0; v < n; v++) if (!(indeg[v] = sg->pr_off[v + 1] - sg->pr_off[v])) ord[k++] = v;
+    while (h < k) {
+        int32_t v = ord[h++];
+        for (int32_t j = sg->su_off[v]; j < sg->su_off[v + 1]; j++)
+            if (--indeg[sg->su[j]] == 0) ord[k++] = sg->su[j];
+    }
+    if (k != n) goto out; /* a cycle: the caller fails on it anyway */
+    for (int32_t i = 0; i < n; i++) {
+        int32_t v = ord[i];
+        uint64_t *av = anc + (size_t)v * W;
+        av[v / 64] |= 1ull << (v % 64);
+        for (int32_t j = sg->pr_off[v]; j < sg->pr_off[v + 1]; j++)
+            for (int32_t w = 0; w < W; w++) av[w] |= anc[(size_t)sg->pr[j] * W + w];
+    }
+    for (int32_t i = n - 1; i >= 0; i--) {
+        int32_t v = ord[i];
+        uint64_t *dv = des + (size_t)v * W;
+        dv[v / 64] |= 1ull << (v % 64);
+        for (int32_t j = sg->su_off[v]; j < sg->su_off[v + 1]; j++)
+            for (int32_t w = 0; w < W; w++) dv[w] |= des[(size_t)sg->su[j] * W + w];
+    }
+    *work += (uint64_t)(sg->pr_off[n] + n) * (uint64_t)W * 4;
+    for (int32_t v = 0; v < n; v++)
+        for (int32_t c = sg->ip_off[v]; c < sg->ip_off[v + 1]; c++) {
+            int32_t si = sg->ip[c].si;
+            bool may = !(sg->sflags[si] & BP__SF_PINNED); /* a pinned input never ends */
+            for (int32_t j = sg->so_off[si]; j < sg->so_off[si + 1] && may; j++) {
+                int32_t u = sg->so[j];
+                may = u == v || !(des[(size_t)v * W + u / 64] >> (u % 64) & 1);
+            }
+            if (may) merge[sg->ip[c].so] = 1;
+        }
+    for (int32_t y = 0; y < sg->ns; y++) {
+        if (merge[y] || sg->so_off[y + 1] == sg->so_off[y]) continue;
+        /* xd: ops with a toucher among their ancestors (or live from the
+         * start); xa: ops with one among their descendants (or pinned) */
+        uint64_t *xd = x, *xa = x + W;
+        uint64_t fd = (sg->sflags[y] & BP__SF_EXTLIVE) ? ~0ull : 0, fa = (sg->sflags[y] & BP__SF_PINNED) ? ~0ull : 0;
+        for (int32_t w = 0; w < W; w++) { xd[w] = fd; xa[w] = fa; }
+        for (int32_t j = sg->so_off[y]; j < sg->so_off[y + 1]; j++) {
+            int32_t u = sg->so[j];
+            for (int32_t w = 0; w < W; w++) {
+                xd[w] |= des[(size_t)u * W + w];
+                xa[w] |= anc[(size_t)u * W + w];
+            }
+        }
+        for (int32_t w = 0; w < W; w++) {
+            uint64_t m = xd[w] & xa[w];
+            while (m) {
+                int32_t v = w * 64 + __builtin_ctzll(m);
+                m &= m - 1;
+                if (v < n) sum[v] += sg->ssize[y];
+            }
+        }
+        *work += (uint64_t)(sg->so_off[y + 1] - sg->so_off[y] + 2) * (uint64_t)W * 2;
+    }
+    for (int32_t v = 0; v < n; v++) if (sum[v] > lb) lb = sum[v];
+out:
+    bp__free(a, anc, nw * sizeof *anc);
+    bp__free(a, des, nw * sizeof *des);
+    bp__free(a, x, 2 * (size_t)W * sizeof *x);
+    bp__free(a, sum, (size_t)n * sizeof *sum);
+    bp__free(a, ord, (size_t)n * sizeof *ord);
+    bp__free(a, indeg, (size_t)n * sizeof *indeg);
+    bp__free(a, merge, (size_t)sg->ns);
+    return lb;
+}
+
 /* ------------------------------------------------------------------ best */
 
 bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *order, bp_schedule_info *info,
@@ -483,7 +585,9 @@ bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *o
     if (bp__sched_portfolio(&sg, &ev, o, cost, order, &nm, &work, err) == UINT64_MAX) { st = err ? err->status : BP_ERR_INVALID; goto out; }
     best_ctx b = {&sg, &ev, prof, order, 0, 0, NULL};
     best_consider(&b, order, nm);
-    int optimal = b.peak <= sg.lb;
+    uint64_t flb = best_forced_lb(&sg, &work);
+    if (flb < sg.lb) flb = sg.lb;
+    int optimal = b.peak <= flb;
     uint64_t states = 0;
 
     /* 2. exact search on small graphs */
@@ -518,7 +622,7 @@ bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *o
         work += run_cost(&sg);
         if (rs == BP_ERR_NOMEM) { st = rs; if (err) *err = e; goto out; }
         if (!rs) best_consider(&b, cand, rn);
-        if (b.peak <= sg.lb) optimal = 1;
+        if (b.peak <= flb) optimal = 1;
     }
 
     /* 4. window search around the peak */
@@ -553,11 +657,25 @@ bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *o
             }
         }
         if (!improved) break;
-        if (b.peak <= sg.lb) optimal = 1;
+        if (b.peak <= flb) optimal = 1;
     }
+    /* 5. local search on the whole order around the peak (after the window
+     * search: it only ever improves on what the windows left) */
+    if (!optimal && work < limit && bp__now() < deadline) {
+        memcpy(cand, b.best, (size_t)n * sizeof *cand);
+        uint64_t lim = work + (limit - work) / 2;
+        int lr = bp__sched_local(&sg, &ev, cand, &work, lim);
+        if (lr < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the local search", g->name); goto out; }
+        if (lr > 0) {
+            char const *ln = b.name;
+            best_consider(&b, cand, strstr(ln, "+local") || !strcmp(ln, "local") ? ln : "local");
+        }
+        if (b.peak <= flb) optimal = 1;
+    }
+
     if (info) {
         info->optimal = optimal;
-        info->lower_bound = optimal ? b.peak : sg.lb;
+        info->lower_bound = optimal ? b.peak : flb;
         info->states = states;
         info->picked = b.name;
     }

@@ -149,6 +149,14 @@ int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *regi
 uint64_t bp__sched_portfolio(const bp__sgraph *sg, bp__eval *ev, const bp_plan_options *o, const double *cost,
                              int32_t *order, const char **name, uint64_t *work, bp_error *err);
 
+/* Local search (schedule_local.c): slides ops near the peak step across it
+ * within their dependency windows, with the profile in a segment tree; every
+ * kept order is scored by the exact evaluator.  order is replaced by an order
+ * that is topological and not worse (lower peak, or the same peak at fewer
+ * steps).  *work grows by the work done; stops past work_limit.  Returns 1 if
+ * it improved the order, 0 if not, -1 when out of memory (order unchanged). */
+int bp__sched_local(const bp__sgraph *sg, bp__eval *ev, int32_t *order, uint64_t *work, uint64_t work_limit);
+
 /* best / optimal (schedule_best.c, schedule_optimal.c). */
 bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *order,
                          bp_schedule_info *info, bp_error *err);
