@@ -386,6 +386,7 @@ typedef struct bp_assign_options {
     uint64_t capacity;        /* 0 = minimise; else decision: fit under capacity */
     uint64_t seed;
     int progress;             /* progress line on stderr when a terminal */
+    const bp_allocator *alloc; /* the assigner's working memory; NULL = libc */
 } bp_assign_options;
 
 typedef struct bp_assign_result {

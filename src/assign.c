@@ -13,6 +13,10 @@
  * frees come before allocations at equal t (half-open), raised to the highest
  * fixed byte.  Search may report a stronger bound.
  *
+ * Working memory comes from the caller's allocator (bp_assign_options.alloc,
+ * libc when NULL), here and in every strategy, so that a failing allocation
+ * anywhere ends the call with BP_ERR_NOMEM and nothing held.
+ *
  * color is the seed's algorithm: intervals by end ascending each take the
  * smallest color whose tenants all ended by its start.  Tenants of a color
  * are added in end order, so a color is free for [lower, upper) iff its
@@ -21,12 +25,10 @@
  * as its largest tenant, aligned to its strictest tenant; buffers are laid
  * out back to back.
  */
-#include "internal.h"
+#include "assign_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static const bp_allocator *const assign_alloc = &bp__libc_allocator;
 
 void bp_assign_options_init(bp_assign_options *o)
 {
@@ -36,6 +38,7 @@ void bp_assign_options_init(bp_assign_options *o)
     o->capacity = 0;
     o->seed = 1;
     o->progress = 0;
+    o->alloc = NULL;
 }
 
 /* ------------------------------------------------------------ max-live */
@@ -69,28 +72,20 @@ static void assign_radix_ev(assign_ev *a, assign_ev *tmp, size_t m)
     if (src != a) memcpy(a, src, m * sizeof *a);
 }
 
-uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n)
+/* Max-live with event arrays from `a`; false when they cannot be had. */
+static bool assign_max_live(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t *out)
 {
-    if (!iv || n == 0) return 0;
+    *out = 0;
+    if (!iv || n == 0) return true;
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (iv[i].size && iv[i].lower < iv[i].upper) m++;
-    if (m == 0) return 0;
-    assign_ev *lo = bp__alloc(assign_alloc, m * sizeof *lo);
-    assign_ev *hi = bp__alloc(assign_alloc, m * sizeof *hi);
+    if (m == 0) return true;
+    assign_ev *lo = bp__alloc(a, m * sizeof *lo);
+    assign_ev *hi = bp__alloc(a, m * sizeof *hi);
     uint64_t best = 0;
-    if (!lo || !hi) {
-        /* Out of memory: O(n^2) without allocation.  The maximum is reached
-         * at some interval's lower end. */
-        for (size_t i = 0; i < n; i++) {
-            if (!iv[i].size || iv[i].lower >= iv[i].upper) continue;
-            uint64_t s = 0;
-            for (size_t j = 0; j < n; j++)
-                if (iv[j].size && iv[j].lower <= iv[i].lower && iv[i].lower < iv[j].upper)
-                    s += iv[j].size;
-            if (s > best) best = s;
-        }
-    } else {
+    bool ok = lo && hi;
+    if (ok) {
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
             if (!iv[i].size || iv[i].lower >= iv[i].upper) continue;
@@ -98,12 +93,12 @@ uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n)
             hi[k].t = iv[i].upper; hi[k].size = iv[i].size;
             k++;
         }
-        assign_ev *tmp = bp__alloc(assign_alloc, m * sizeof *tmp);
+        assign_ev *tmp = bp__alloc(a, m * sizeof *tmp);
         if (tmp) {
             assign_radix_ev(lo, tmp, m);
             assign_radix_ev(hi, tmp, m);
-            bp__free(assign_alloc, tmp, m * sizeof *tmp);
-        } else {
+            bp__free(a, tmp, m * sizeof *tmp);
+        } else {   /* no scratch for the radix sort */
             qsort(lo, m, sizeof *lo, assign_cmp_ev);
             qsort(hi, m, sizeof *hi, assign_cmp_ev);
         }
@@ -116,8 +111,27 @@ uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n)
             if (live > best) best = live;
         }
     }
-    bp__free(assign_alloc, lo, m * sizeof *lo);
-    bp__free(assign_alloc, hi, m * sizeof *hi);
+    bp__free(a, lo, m * sizeof *lo);
+    bp__free(a, hi, m * sizeof *hi);
+    *out = best;
+    return ok;
+}
+
+uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n)
+{
+    uint64_t best;
+    if (assign_max_live(&bp__libc_allocator, iv, n, &best)) return best;
+    /* Out of memory: O(n^2) without allocation.  The maximum is reached at
+     * some interval's lower end. */
+    best = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!iv[i].size || iv[i].lower >= iv[i].upper) continue;
+        uint64_t s = 0;
+        for (size_t j = 0; j < n; j++)
+            if (iv[j].size && iv[j].lower <= iv[i].lower && iv[i].lower < iv[j].upper)
+                s += iv[j].size;
+        if (s > best) best = s;
+    }
     return best;
 }
 
@@ -190,10 +204,9 @@ static void assign_color_set(int64_t *tree, size_t cap, size_t c, int64_t v)
     }
 }
 
-bp_status bp__assign_color(const bp_interval *iv, size_t n, uint64_t *offsets,
-                           bp_assign_result *res, bp_error *err)
+static bp_status assign_color(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t *offsets,
+                              bp_assign_result *res, bp_error *err)
 {
-    const bp_allocator *a = assign_alloc;
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (iv[i].size && iv[i].fixed_offset == BP_NO_OFFSET) m++;
@@ -275,6 +288,9 @@ bp_status bp_assign_intervals(const bp_interval *iv, size_t n, bp_assign_kind ki
         return bp__err(err, BP_ERR_USAGE, "bp_assign_intervals: intervals and offsets must not be NULL");
     if ((unsigned)kind >= BP_ASSIGN_COUNT)
         return bp__err(err, BP_ERR_USAGE, "bp_assign_intervals: unknown assigner %d", (int)kind);
+    if (opts->alloc && (!opts->alloc->alloc || !opts->alloc->realloc || !opts->alloc->free))
+        return bp__err(err, BP_ERR_USAGE, "bp_assign_intervals: the allocator lacks a function");
+    const bp_allocator *a = bp__assign_alloc(opts);
     for (size_t i = 0; i < n; i++) {
         const bp_interval *x = &iv[i];
         if (x->size && x->lower >= x->upper)
@@ -301,9 +317,9 @@ bp_status bp_assign_intervals(const bp_interval *iv, size_t n, bp_assign_kind ki
     for (size_t i = 0; i < n; i++)
         if (iv[i].fixed_offset != BP_NO_OFFSET && iv[i].size) n_fixed++;
     if (n_fixed > 1) {
-        bp_interval *fx = bp__calloc(assign_alloc, n_fixed, sizeof *fx);
-        uint64_t *fo = bp__calloc(assign_alloc, n_fixed, sizeof *fo);
-        size_t *map = bp__calloc(assign_alloc, n_fixed, sizeof *map);
+        bp_interval *fx = bp__calloc(a, n_fixed, sizeof *fx);
+        uint64_t *fo = bp__calloc(a, n_fixed, sizeof *fo);
+        size_t *map = bp__calloc(a, n_fixed, sizeof *map);
         bp_status st = BP_OK;
         if (!fx || !fo || !map) st = bp__err(err, BP_ERR_NOMEM, "bp_assign_intervals: out of memory");
         else {
@@ -313,16 +329,19 @@ bp_status bp_assign_intervals(const bp_interval *iv, size_t n, bp_assign_kind ki
                     fx[k] = iv[i]; fo[k] = iv[i].fixed_offset; map[k] = i; k++;
                 }
             bp_error e2;
-            if (bp_intervals_check(fx, n_fixed, fo, 0, &e2) != BP_OK)
-                st = bp__err(err, BP_ERR_INVALID, "fixed offsets collide: %s", e2.msg);
+            bp_status cs = bp__intervals_check_alloc(a, fx, n_fixed, fo, 0, &e2);
+            if (cs == BP_ERR_NOMEM) st = bp__err(err, BP_ERR_NOMEM, "bp_assign_intervals: out of memory checking the fixed offsets");
+            else if (cs != BP_OK) st = bp__err(err, BP_ERR_INVALID, "fixed offsets collide: %s", e2.msg);
         }
-        bp__free(assign_alloc, fx, n_fixed * sizeof *fx);
-        bp__free(assign_alloc, fo, n_fixed * sizeof *fo);
-        bp__free(assign_alloc, map, n_fixed * sizeof *map);
+        bp__free(a, fx, n_fixed * sizeof *fx);
+        bp__free(a, fo, n_fixed * sizeof *fo);
+        bp__free(a, map, n_fixed * sizeof *map);
         if (st) return st;
     }
 
-    uint64_t lb = bp_intervals_max_live(iv, n);
+    uint64_t lb;
+    if (!assign_max_live(a, iv, n, &lb))
+        return bp__err(err, BP_ERR_NOMEM, "bp_assign_intervals: out of memory for %zu intervals", n);
     uint64_t ftop = assign_fixed_top(iv, n);
     if (ftop > lb) lb = ftop;
     res->lower_bound = lb;
@@ -330,7 +349,7 @@ bp_status bp_assign_intervals(const bp_interval *iv, size_t n, bp_assign_kind ki
     bp_status st;
     switch (kind) {
     case BP_ASSIGN_NAIVE: st = bp__assign_naive(iv, n, offsets, res, err); break;
-    case BP_ASSIGN_COLOR: st = bp__assign_color(iv, n, offsets, res, err); break;
+    case BP_ASSIGN_COLOR: st = assign_color(a, iv, n, offsets, res, err); break;
     case BP_ASSIGN_BESTFIT: st = bp__assign_bestfit(iv, n, opts, offsets, res, err); break;
     default: st = bp__assign_search(iv, n, opts, offsets, res, err); break;
     }

@@ -74,9 +74,8 @@ typedef struct bf_ctx {
     bf_ent *A, *B;         /* per node: by lower ascending / by upper descending */
     size_t n_ent;
     bf_conf *conf; size_t conf_cap;
+    const bp_allocator *a; /* the caller's (bp__assign_alloc) */
 } bf_ctx;
-
-static const bp_allocator *const bf_alloc = &bp__libc_allocator;
 
 /* ------------------------------------------------------------ radix sort */
 
@@ -113,7 +112,7 @@ static inline bool bf_push(bf_ctx *c, long *k, uint32_t j, const uint64_t *off)
     uint64_t e = c->pend[j];
     if (!e) return true; /* not placed yet */
     if ((size_t)*k >= c->conf_cap &&
-        !bp__grow(bf_alloc, (void **)&c->conf, &c->conf_cap, (size_t)*k + 1, sizeof *c->conf))
+        !bp__grow(c->a, (void **)&c->conf, &c->conf_cap, (size_t)*k + 1, sizeof *c->conf))
         return false;
     c->conf[*k].off = off[j];
     c->conf[*k].end = e;
@@ -320,14 +319,15 @@ static void bf_gap_remove(bf_gaps *g, uint32_t x)
     g->free_list = x;
 }
 
-static bool bf_gap_add(bf_gaps *g, uint64_t off, uint64_t size)
+static bool bf_gap_add(const bp_allocator *a, bf_gaps *g, uint64_t off, uint64_t size)
 {
     uint32_t x = g->free_list;
     if (x) g->free_list = g->nd[x].c[0][0];
     else {
         if (g->n_used + 1 >= g->cap) {
+            if (g->cap > UINT32_MAX / 2) return false;
             uint32_t nc = g->cap * 2;
-            bf_gap_node *nn = realloc(g->nd, (size_t)nc * sizeof *nn);
+            bf_gap_node *nn = bp__realloc(a, g->nd, (size_t)g->cap * sizeof *nn, (size_t)nc * sizeof *nn);
             if (!nn) return false;
             g->nd = nn; g->cap = nc;
         }
@@ -376,14 +376,14 @@ static void bf_gap_around(const bf_gaps *g, uint64_t off, uint64_t end, uint32_t
  * the smallest gaps unusable, before it goes on top. */
 #define BF_ALIGN_TRIES 16
 
-static uint64_t bf_timeorder(const bp_interval *iv, const uint32_t *by_lower, uint32_t m,
+static uint64_t bf_timeorder(const bp_allocator *a, const bp_interval *iv, const uint32_t *by_lower, uint32_t m,
                              uint64_t *off, bool *oom)
 {
     bf_gaps g = { 0 };
     g.cap = 1024;
-    g.nd = malloc((size_t)g.cap * sizeof *g.nd);
-    uint32_t *heap = malloc(((size_t)m + 1) * sizeof *heap);
-    if (!g.nd || !heap) { free(g.nd); free(heap); *oom = true; return 0; }
+    g.nd = bp__alloc(a, (size_t)g.cap * sizeof *g.nd);
+    uint32_t *heap = bp__alloc(a, ((size_t)m + 1) * sizeof *heap);
+    if (!g.nd || !heap) goto oom;
     uint32_t hn = 0;
     uint64_t arena = 0, top = 0;
     for (uint32_t p = 0; p < m; p++) {
@@ -408,7 +408,7 @@ static uint64_t bf_timeorder(const bp_interval *iv, const uint32_t *by_lower, ui
             if (pr && g.nd[pr].off + g.nd[pr].size == o) { o = g.nd[pr].off; bf_gap_remove(&g, pr); }
             if (su) { e = g.nd[su].off + g.nd[su].size; bf_gap_remove(&g, su); }
             if (e >= top) top = o;
-            else if (!bf_gap_add(&g, o, e - o)) goto oom;
+            else if (!bf_gap_add(a, &g, o, e - o)) goto oom;
         }
         /* the smallest gap that holds x (aligned), else the top */
         uint64_t at = UINT64_MAX;
@@ -418,8 +418,8 @@ static uint64_t bf_timeorder(const bp_interval *iv, const uint32_t *by_lower, ui
             uint64_t o = bp__align_up(n.off, x->alignment);
             if (o - n.off <= n.size && n.size - (o - n.off) >= x->size) {
                 bf_gap_remove(&g, cand);
-                if (o > n.off && !bf_gap_add(&g, n.off, o - n.off)) goto oom;
-                if (o + x->size < n.off + n.size && !bf_gap_add(&g, o + x->size, n.off + n.size - o - x->size)) goto oom;
+                if (o > n.off && !bf_gap_add(a, &g, n.off, o - n.off)) goto oom;
+                if (o + x->size < n.off + n.size && !bf_gap_add(a, &g, o + x->size, n.off + n.size - o - x->size)) goto oom;
                 at = o;
                 break;
             }
@@ -427,7 +427,7 @@ static uint64_t bf_timeorder(const bp_interval *iv, const uint32_t *by_lower, ui
         }
         if (at == UINT64_MAX) {
             at = bp__align_up(top, x->alignment);
-            if (at > top && !bf_gap_add(&g, top, at - top)) goto oom;
+            if (at > top && !bf_gap_add(a, &g, top, at - top)) goto oom;
             top = at + x->size;
             if (top > arena) arena = top;
         }
@@ -437,10 +437,12 @@ static uint64_t bf_timeorder(const bp_interval *iv, const uint32_t *by_lower, ui
         while (q > 0 && iv[heap[(q - 1) / 2]].upper > x->upper) { heap[q] = heap[(q - 1) / 2]; q = (q - 1) / 2; }
         heap[q] = i;
     }
-    free(g.nd); free(heap);
+    bp__free(a, g.nd, (size_t)g.cap * sizeof *g.nd);
+    bp__free(a, heap, ((size_t)m + 1) * sizeof *heap);
     return arena;
 oom:
-    free(g.nd); free(heap);
+    bp__free(a, g.nd, (size_t)g.cap * sizeof *g.nd);
+    bp__free(a, heap, ((size_t)m + 1) * sizeof *heap);
     *oom = true;
     return 0;
 }
@@ -454,8 +456,7 @@ bp_status bp__assign_bestfit(const bp_interval *iv, size_t n, const bp_assign_op
 bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, int quality,
                                 double deadline, uint64_t *offsets, bp_assign_result *res, bp_error *err)
 {
-    (void)o;
-    const bp_allocator *a = bf_alloc;
+    const bp_allocator *a = bp__assign_alloc(o);
     bp_status st = BP_OK;
     if (n >= UINT32_MAX)
         return bp__err(err, BP_ERR_LIMIT, "bestfit: %zu intervals (at most %u)", n, UINT32_MAX - 1);
@@ -468,7 +469,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
 
     bf_ctx c;
     memset(&c, 0, sizeof c);
-    c.iv = iv; c.n = n;
+    c.iv = iv; c.n = n; c.a = a;
     uint32_t m = 0, n_free = 0;
     uint64_t base_arena = 0;
     for (size_t i = 0; i < n; i++) {
@@ -509,7 +510,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
      * would need the whole lifetime). */
     if (n_free == m && m > BF_TIME_ORDER_MIN) {
         bool oom = false;
-        uint64_t ar = bf_timeorder(iv, c.by_lower, m, work, &oom);
+        uint64_t ar = bf_timeorder(a, iv, c.by_lower, m, work, &oom);
         if (oom) goto oom;
         if (ar < best) {
             best = ar;
@@ -587,6 +588,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
             n_ent++;
         }
         for (size_t v = 0; v < 2 * c.T2; v++) c.noff[v + 1] += c.noff[v];
+        c.n_ent = n_ent;   /* the size the arrays are freed with */
         c.A = bp__alloc(a, (n_ent ? n_ent : 1) * sizeof *c.A);
         c.B = bp__alloc(a, (n_ent ? n_ent : 1) * sizeof *c.B);
         if (!c.A || !c.B) goto oom;
@@ -608,7 +610,6 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         }
         for (size_t v = 2 * c.T2; v > 0; v--) c.noff[v] = c.noff[v - 1];
         c.noff[0] = 0;
-        c.n_ent = n_ent;
         bp__free(a, nodeof, n * sizeof *nodeof);
         nodeof = NULL;
     }
@@ -659,7 +660,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
      * many (until the deadline) as search's incumbent phase */
     if (best > lb && n_free <= (quality ? BF_GREEDY_MAX_SEARCH : BF_GREEDY_MAX) && (!deadline || bp__now() < deadline)) {
         uint64_t wk = quality ? BF_GREEDY_WORK_SEARCH : BF_GREEDY_WORK;
-        int g = bp__assign_greedy(iv, n, lb, wk, deadline, offsets, &best);
+        int g = bp__assign_greedy(a, iv, n, lb, wk, deadline, offsets, &best);
         if (g < 0) goto oom;
     }
     res->arena_bytes = best;

@@ -23,11 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const bp_allocator *const gr_alloc = &bp__libc_allocator;
-
 /* The overlap lists are skipped beyond this many pairs (bestfit's interval
  * tree handles those inputs). */
 #define GR_MAX_PAIRS 8000000u
+/* Static priorities tried before the squeaky-wheel passes. */
+#define GR_N_STATIC 5
 
 typedef struct gr_ctx {
     uint32_t k, nf;
@@ -35,6 +35,7 @@ typedef struct gr_ctx {
     uint64_t *size, *align;  /* k */
     uint32_t *ov_off, *ov;   /* CSR: free buffers overlapping in time */
     uint32_t *fx_off, *fx;   /* CSR: pre-placed buffers overlapping in time */
+    size_t n_ov, n_fx;       /* entries allocated in ov, fx */
     uint64_t *fxo, *fxe;     /* nf: pre-placed offset / end */
     uint64_t base;           /* top of the pre-placed buffers */
     uint64_t *floor_, *off;  /* k */
@@ -42,6 +43,7 @@ typedef struct gr_ctx {
     uint32_t hn;
     const uint32_t *prio;
     uint64_t work;
+    const bp_allocator *a;   /* all of the above */
 } gr_ctx;
 
 typedef struct gr_tp { int64_t t; uint32_t b; uint32_t end; } gr_tp;
@@ -135,19 +137,21 @@ static int gr_cmp_key(const void *x, const void *y)
 
 static void gr_free(gr_ctx *c)
 {
+    const bp_allocator *a = c->a;
     size_t k = c->k ? c->k : 1, nf = c->nf ? c->nf : 1;
-    bp__free(gr_alloc, c->orig, k * sizeof *c->orig);
-    bp__free(gr_alloc, c->size, k * sizeof *c->size);
-    bp__free(gr_alloc, c->align, k * sizeof *c->align);
-    bp__free(gr_alloc, c->ov_off, (k + 1) * sizeof *c->ov_off);
-    bp__free(gr_alloc, c->fx_off, (k + 1) * sizeof *c->fx_off);
-    free(c->ov); free(c->fx);
-    bp__free(gr_alloc, c->fxo, nf * sizeof *c->fxo);
-    bp__free(gr_alloc, c->fxe, nf * sizeof *c->fxe);
-    bp__free(gr_alloc, c->floor_, k * sizeof *c->floor_);
-    bp__free(gr_alloc, c->off, k * sizeof *c->off);
-    bp__free(gr_alloc, c->heap, k * sizeof *c->heap);
-    bp__free(gr_alloc, c->hpos, k * sizeof *c->hpos);
+    bp__free(a, c->orig, k * sizeof *c->orig);
+    bp__free(a, c->size, k * sizeof *c->size);
+    bp__free(a, c->align, k * sizeof *c->align);
+    bp__free(a, c->ov_off, (k + 1) * sizeof *c->ov_off);
+    bp__free(a, c->fx_off, (k + 1) * sizeof *c->fx_off);
+    bp__free(a, c->ov, c->n_ov * sizeof *c->ov);
+    bp__free(a, c->fx, c->n_fx * sizeof *c->fx);
+    bp__free(a, c->fxo, nf * sizeof *c->fxo);
+    bp__free(a, c->fxe, nf * sizeof *c->fxe);
+    bp__free(a, c->floor_, k * sizeof *c->floor_);
+    bp__free(a, c->off, k * sizeof *c->off);
+    bp__free(a, c->heap, k * sizeof *c->heap);
+    bp__free(a, c->hpos, k * sizeof *c->hpos);
 }
 
 static uint64_t gr_sat_mul(uint64_t a, uint64_t b)
@@ -156,11 +160,12 @@ static uint64_t gr_sat_mul(uint64_t a, uint64_t b)
     return bp__mul_u64(a, b, &r) ? r : UINT64_MAX;
 }
 
-int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t work, double deadline,
-                      uint64_t *offsets, uint64_t *arena)
+int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t work,
+                      double deadline, uint64_t *offsets, uint64_t *arena)
 {
     gr_ctx c;
     memset(&c, 0, sizeof c);
+    c.a = a;
     if (n >= UINT32_MAX / 2) return 1;
     uint32_t k = 0, nf = 0;
     for (size_t i = 0; i < n; i++) {
@@ -170,24 +175,26 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
     if (k == 0) return 0;
     uint32_t nt = k + nf; /* all sized buffers: free ones 0..k-1, fixed k.. */
     int rc = -1;
-    gr_tp *tp = malloc(2 * (size_t)nt * sizeof *tp);
-    uint32_t *live = malloc((size_t)nt * sizeof *live), *where = malloc((size_t)nt * sizeof *where);
-    uint64_t *secmax = NULL, *T = NULL, *len = NULL;
+    /* scratch, freed at `out` with these sizes */
+    size_t n_pairs = 0, n_secmax = 2 * (size_t)nt + 1;
+    gr_tp *tp = bp__alloc(a, 2 * (size_t)nt * sizeof *tp);
+    uint32_t *live = bp__alloc(a, (size_t)nt * sizeof *live), *where = bp__alloc(a, (size_t)nt * sizeof *where);
+    uint64_t *secmax = NULL, *T = NULL, *len = NULL, *boff = NULL;
     uint32_t *pa = NULL, *pb = NULL, *rank = NULL, *prio = NULL;
     gr_key *keys = NULL;
     double *blame = NULL;
     c.k = k; c.nf = nf;
-    c.orig = bp__alloc(gr_alloc, (size_t)k * sizeof *c.orig);
-    c.size = bp__alloc(gr_alloc, (size_t)k * sizeof *c.size);
-    c.align = bp__alloc(gr_alloc, (size_t)k * sizeof *c.align);
-    c.ov_off = bp__calloc(gr_alloc, (size_t)k + 1, sizeof *c.ov_off);
-    c.fx_off = bp__calloc(gr_alloc, (size_t)k + 1, sizeof *c.fx_off);
-    c.fxo = bp__alloc(gr_alloc, (nf ? nf : 1) * sizeof *c.fxo);
-    c.fxe = bp__alloc(gr_alloc, (nf ? nf : 1) * sizeof *c.fxe);
-    c.floor_ = bp__alloc(gr_alloc, (size_t)k * sizeof *c.floor_);
-    c.off = bp__alloc(gr_alloc, (size_t)k * sizeof *c.off);
-    c.heap = bp__alloc(gr_alloc, (size_t)k * sizeof *c.heap);
-    c.hpos = bp__alloc(gr_alloc, (size_t)k * sizeof *c.hpos);
+    c.orig = bp__alloc(a, (size_t)k * sizeof *c.orig);
+    c.size = bp__alloc(a, (size_t)k * sizeof *c.size);
+    c.align = bp__alloc(a, (size_t)k * sizeof *c.align);
+    c.ov_off = bp__calloc(a, (size_t)k + 1, sizeof *c.ov_off);
+    c.fx_off = bp__calloc(a, (size_t)k + 1, sizeof *c.fx_off);
+    c.fxo = bp__alloc(a, (nf ? nf : 1) * sizeof *c.fxo);
+    c.fxe = bp__alloc(a, (nf ? nf : 1) * sizeof *c.fxe);
+    c.floor_ = bp__alloc(a, (size_t)k * sizeof *c.floor_);
+    c.off = bp__alloc(a, (size_t)k * sizeof *c.off);
+    c.heap = bp__alloc(a, (size_t)k * sizeof *c.heap);
+    c.hpos = bp__alloc(a, (size_t)k * sizeof *c.hpos);
     if (!tp || !live || !where || !c.orig || !c.size || !c.align || !c.ov_off || !c.fx_off ||
         !c.fxo || !c.fxe || !c.floor_ || !c.off || !c.heap || !c.hpos) goto out;
     {
@@ -220,21 +227,22 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
             if (tp[e].end) nl--; else { pairs += nl; nl++; }
         }
         if (pairs > GR_MAX_PAIRS) { rc = 1; goto out; }
-        pa = malloc((pairs ? pairs : 1) * sizeof *pa);
-        pb = malloc((pairs ? pairs : 1) * sizeof *pb);
+        n_pairs = pairs ? pairs : 1;
+        pa = bp__alloc(a, n_pairs * sizeof *pa);
+        pb = bp__alloc(a, n_pairs * sizeof *pb);
         if (!pa || !pb) goto out;
     }
     /* Overlap pairs, and per segment the live total (for the cross-section
      * priority T: the largest total over a buffer's lifetime). */
     size_t np = 0, n_seg = 0;
-    secmax = malloc((2 * (size_t)nt + 1) * sizeof *secmax);
-    T = calloc(k, sizeof *T);
-    len = malloc((size_t)k * sizeof *len);
+    secmax = bp__alloc(a, n_secmax * sizeof *secmax);
+    T = bp__calloc(a, k, sizeof *T);
+    len = bp__alloc(a, (size_t)k * sizeof *len);
     if (!secmax || !T || !len) goto out;
     {
         size_t n_live = 0;
         uint64_t tot = 0;
-        uint32_t *seg_lo = malloc((size_t)nt * sizeof *seg_lo);
+        uint32_t *seg_lo = bp__alloc(a, (size_t)nt * sizeof *seg_lo);
         if (!seg_lo) goto out;
         for (size_t e = 0; e < 2 * (size_t)nt; e++) {
             uint32_t b = tp[e].b;
@@ -262,7 +270,7 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
             seg_lo[b] = (uint32_t)n_seg;
             tot += b < k ? c.size[b] : c.fxe[b - k] - c.fxo[b - k];
         }
-        free(seg_lo);
+        bp__free(a, seg_lo, (size_t)nt * sizeof *seg_lo);
     }
     /* CSR: free-free both ways; free-fixed into fx */
     {
@@ -273,8 +281,10 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
             else { c.fx_off[(x < k ? x : y) + 1]++; n_fx++; }
         }
         for (uint32_t b = 0; b < k; b++) { c.ov_off[b + 1] += c.ov_off[b]; c.fx_off[b + 1] += c.fx_off[b]; }
-        c.ov = malloc((n_ff ? n_ff : 1) * sizeof *c.ov);
-        c.fx = malloc((n_fx ? n_fx : 1) * sizeof *c.fx);
+        c.ov = bp__alloc(a, (n_ff ? n_ff : 1) * sizeof *c.ov);
+        if (c.ov) c.n_ov = n_ff ? n_ff : 1;
+        c.fx = bp__alloc(a, (n_fx ? n_fx : 1) * sizeof *c.fx);
+        if (c.fx) c.n_fx = n_fx ? n_fx : 1;
         if (!c.ov || !c.fx) goto out;
         memcpy(live, c.ov_off, (size_t)k * sizeof *live);
         memcpy(where, c.fx_off, (size_t)k * sizeof *where);
@@ -285,16 +295,17 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
             else c.fx[where[y]++] = x - k;
         }
     }
-    free(pa); free(pb); pa = pb = NULL;
+    bp__free(a, pa, n_pairs * sizeof *pa);
+    bp__free(a, pb, n_pairs * sizeof *pb);
+    pa = pb = NULL;
 
     /* Static priorities. */
-    enum { GR_N_STATIC = 5 };
-    rank = malloc((size_t)GR_N_STATIC * k * sizeof *rank);
-    prio = malloc((size_t)k * sizeof *prio);
-    keys = malloc((size_t)k * sizeof *keys);
-    blame = calloc(k, sizeof *blame);
-    uint64_t *boff = malloc((size_t)k * sizeof *boff);
-    if (!rank || !prio || !keys || !blame || !boff) { free(boff); goto out; }
+    rank = bp__alloc(a, (size_t)GR_N_STATIC * k * sizeof *rank);
+    prio = bp__alloc(a, (size_t)k * sizeof *prio);
+    keys = bp__alloc(a, (size_t)k * sizeof *keys);
+    blame = bp__calloc(a, k, sizeof *blame);
+    boff = bp__alloc(a, (size_t)k * sizeof *boff);
+    if (!rank || !prio || !keys || !blame || !boff) goto out;
     for (uint32_t b = 0; b < k; b++) {
         const bp_interval *x = &iv[c.orig[b]];
         len[b] = (uint64_t)x->upper - (uint64_t)x->lower;
@@ -318,8 +329,8 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
     bool improved = false;
     int best_h = 0;
     for (int h = 0; h < GR_N_STATIC && best > lb; h++) {
-        uint64_t a = gr_pass(&c, rank + (size_t)h * k, best);
-        if (a < best) { best = a; best_h = h; improved = true; memcpy(boff, c.off, (size_t)k * sizeof *boff); }
+        uint64_t ar = gr_pass(&c, rank + (size_t)h * k, best);
+        if (ar < best) { best = ar; best_h = h; improved = true; memcpy(boff, c.off, (size_t)k * sizeof *boff); }
         if (work && c.work >= work) break;
         if (deadline > 0 && bp__now() >= deadline) break;
     }
@@ -349,9 +360,9 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
             }
             qsort(keys, k, sizeof *keys, gr_cmp_key);
             for (uint32_t r = 0; r < k; r++) prio[keys[r].b] = r;
-            uint64_t a = gr_pass(&c, prio, UINT64_MAX);
-            cur = a;
-            if (a < best) { best = a; improved = true; memcpy(boff, c.off, (size_t)k * sizeof *boff); }
+            uint64_t ar = gr_pass(&c, prio, UINT64_MAX);
+            cur = ar;
+            if (ar < best) { best = ar; improved = true; memcpy(boff, c.off, (size_t)k * sizeof *boff); }
         }
     }
     if (improved) {
@@ -360,12 +371,21 @@ int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t wor
             if (iv[i].fixed_offset != BP_NO_OFFSET) offsets[i] = iv[i].fixed_offset;
         *arena = best;
     }
-    free(boff);
     rc = 0;
 out:
-    free(tp); free(live); free(where);
-    free(secmax); free(T); free(len); free(pa); free(pb);
-    free(rank); free(prio); free(keys); free(blame);
+    bp__free(a, tp, 2 * (size_t)nt * sizeof *tp);
+    bp__free(a, live, (size_t)nt * sizeof *live);
+    bp__free(a, where, (size_t)nt * sizeof *where);
+    bp__free(a, secmax, n_secmax * sizeof *secmax);
+    bp__free(a, T, (size_t)k * sizeof *T);
+    bp__free(a, len, (size_t)k * sizeof *len);
+    bp__free(a, pa, n_pairs * sizeof *pa);
+    bp__free(a, pb, n_pairs * sizeof *pb);
+    bp__free(a, rank, (size_t)GR_N_STATIC * k * sizeof *rank);
+    bp__free(a, prio, (size_t)k * sizeof *prio);
+    bp__free(a, keys, (size_t)k * sizeof *keys);
+    bp__free(a, blame, (size_t)k * sizeof *blame);
+    bp__free(a, boff, (size_t)k * sizeof *boff);
     gr_free(&c);
     return rc;
 }

@@ -1,5 +1,5 @@
 /* Private to the assigners (assign*.c): the canonical greedy shared by
- * bestfit and search. */
+ * bestfit and search, and the allocator they all work with. */
 #ifndef BP_ASSIGN_INTERNAL_H
 #define BP_ASSIGN_INTERNAL_H
 
@@ -18,7 +18,18 @@
 bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, int quality,
                                 double deadline, uint64_t *offsets, bp_assign_result *res, bp_error *err);
 
-int bp__assign_greedy(const bp_interval *iv, size_t n, uint64_t lb, uint64_t work, double deadline,
-                      uint64_t *offsets, uint64_t *arena);
+int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t work,
+                      double deadline, uint64_t *offsets, uint64_t *arena);
+
+/* The allocator for an assigner's working memory: the caller's
+ * (bp_assign_options.alloc), else libc. */
+static inline const bp_allocator *bp__assign_alloc(const bp_assign_options *o)
+{
+    return o && o->alloc ? o->alloc : &bp__libc_allocator;
+}
+
+/* bp_intervals_check (instance_csv.c) with its scratch memory from `a`. */
+bp_status bp__intervals_check_alloc(const bp_allocator *a, const bp_interval *iv, size_t n,
+                                    const uint64_t *offsets, uint64_t arena, bp_error *err);
 
 #endif

@@ -37,6 +37,11 @@
  * multiple of g).  Decisions depend on node counts only, so results are
  * deterministic; the wall clock only stops the search.
  *
+ * The depth-first search runs on an explicit stack of frames grown with the
+ * caller's allocator (sr_search): its depth is the number of buffers placed
+ * plus the splits on the way, which the input controls, so it never recurses
+ * on the C stack.  All working memory comes from bp_assign_options.alloc.
+ *
  * Pre-placed (fixed-offset) intervals are obstacles: a buffer's floor is the
  * lowest aligned offset at or above the placed buffers under it that misses
  * every obstacle (a buffer resting on an obstacle cannot move down either,
@@ -50,8 +55,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const bp_allocator *const sr_alloc = &bp__libc_allocator;
 
 enum { SR_FOUND, SR_INFEASIBLE, SR_ABORTED, SR_TIMEOUT };
 
@@ -76,7 +79,7 @@ typedef struct sr_ctx {
     uint32_t *part_buf;     /* k: buffers grouped by part */
     uint64_t g;
     /* pre-placed buffers (obstacles): nf of them, ids k..k+nf-1 in slo/shi */
-    uint32_t nf;
+    uint32_t nf, nt;              /* nt = k + nf */
     uint64_t *fxo, *fxe;          /* nf: offset, end */
     uint64_t ftop;                /* highest obstacle end */
     uint32_t *fx_off, *fx;        /* CSR: obstacles overlapping each free buffer */
@@ -93,8 +96,8 @@ typedef struct sr_ctx {
     uint64_t *best;         /* k: best packing found (per part) */
     int32_t *cross;         /* n_sec + 1: unplaced buffers crossing boundary s-1|s */
     int32_t *cross0;
-    uint64_t *secmin;       /* unused */
     uint32_t *sec_off, *sec_buf;  /* CSR: buffers live in each section (NULL if too big) */
+    size_t n_sec_buf, n_ov, n_fx, n_sfx;  /* entries allocated in sec_buf, ov, fx, sfx */
     uint32_t *stamp, stamp_now;
     uint32_t *lists; size_t lists_n, lists_cap;  /* stack of sub-part buffer lists */
     /* trail for undo */
@@ -102,6 +105,9 @@ typedef struct sr_ctx {
     struct { uint32_t s; uint64_t v; } *ts; size_t ts_n, ts_cap;
     /* candidates, a stack of per-depth slices */
     struct sr_cand *cand; size_t cand_n, cand_cap;
+    /* the search's frames (an explicit stack, see sr_search) */
+    struct sr_frame *fr; size_t fr_n, fr_cap;
+    const bp_allocator *a;  /* everything above is allocated with it */
     /* limits */
     uint64_t cap;           /* capacity of the current decision */
     const uint32_t *rank;   /* current preorder */
@@ -210,12 +216,12 @@ static bool sr_place(sr_ctx *c, uint32_t b, uint64_t o)
         uint64_t nm = bp__align_up(h, c->align[x]);
         if (c->minoff[x] >= nm) continue;
         nm = sr_adjust(c, x, nm);
-        if (c->tr_n >= c->tr_cap && !bp__grow(sr_alloc, (void **)&c->tr, &c->tr_cap, c->tr_n + 1, sizeof *c->tr)) return false;
+        if (c->tr_n >= c->tr_cap && !bp__grow(c->a, (void **)&c->tr, &c->tr_cap, c->tr_n + 1, sizeof *c->tr)) return false;
         c->tr[c->tr_n].b = x; c->tr[c->tr_n].v = c->minoff[x]; c->tr_n++;
         c->minoff[x] = nm;
     }
     for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) {
-        if (c->ts_n >= c->ts_cap && !bp__grow(sr_alloc, (void **)&c->ts, &c->ts_cap, c->ts_n + 1, sizeof *c->ts)) return false;
+        if (c->ts_n >= c->ts_cap && !bp__grow(c->a, (void **)&c->ts, &c->ts_cap, c->ts_n + 1, sizeof *c->ts)) return false;
         c->ts[c->ts_n].s = s; c->ts[c->ts_n].v = c->floor_[s]; c->ts_n++;
         if (h > c->floor_[s]) c->floor_[s] = h;
         c->total[s] -= c->size[b];
@@ -273,65 +279,70 @@ static bool sr_sections_ok(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t b, uint
     return true;
 }
 
-static int sr_dfs(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *bufs, size_t list_pos,
-                  uint32_t nb, uint32_t left, uint64_t last_off, uint32_t last_rank);
+/* The depth-first search runs on an explicit stack of frames (c->fr, grown
+ * with the allocator): its depth is the number of buffers placed, which the
+ * input controls, so it never recurses on the C stack.  Two kinds of frame:
+ *
+ *  - a node (SR_FR_NODE until entered, then SR_FR_TRY): the `left` unplaced
+ *    buffers of sections [s0, s1), listed in bufs[0..nb) or, when bufs is
+ *    NULL, in c->lists[list_pos .. list_pos + nb) (a sub-part: the list
+ *    stack may be reallocated while it is searched, so the pointer is
+ *    re-derived); last_off and last_rank are the previous placement
+ *    (canonical order).  Its candidates are c->cand[base .. base + nc);
+ *    candidate i is placed while its child frame runs, trm/tsm being the
+ *    undo marks.
+ *  - a split (SR_FR_SPLIT0 until entered, then SR_FR_SPLIT): after a
+ *    placement no unplaced buffer crosses some boundary inside [s0, s1), so
+ *    the rest falls into independent sub-parts solved one after the other
+ *    (each from offset 0: they share no time), each as a child node frame
+ *    over its own list pushed on c->lists; [a, e) is the sub-part running.
+ *
+ * A frame that finishes hands its result to its parent (sr_back), which
+ * undoes what it did for that child and goes on or finishes in turn.  The
+ * order of nodes, and so the node counts, are those of the plain recursion. */
+enum { SR_GO = -1 };   /* a step pushed a child, or a parent goes on */
+enum { SR_FR_NODE, SR_FR_TRY, SR_FR_SPLIT0, SR_FR_SPLIT };
 
-/* After placing b: if no unplaced buffer crosses some boundaries inside
- * [s0, s1) any more, the rest splits into independent sub-parts, solved one
- * after the other (each from offset 0: they share no time).  Otherwise the
- * search goes on.  The placed buffers so far are recorded first. */
-static int sr_continue(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *ext, size_t pos, uint32_t nb,
-                       uint32_t left, uint32_t b, uint64_t o, uint32_t rank)
+typedef struct sr_frame {
+    uint32_t kind;
+    uint32_t s0, s1, nb, left;
+    const uint32_t *bufs;   /* NULL: c->lists + list_pos */
+    size_t list_pos;
+    union {
+        struct { uint64_t last_off; uint32_t last_rank; size_t base, nc, i, trm, tsm; } n;
+        struct { size_t mark, start; uint32_t a, e; } s;
+    } u;
+} sr_frame;
+
+/* Room for one more frame; false (and c->oom) when the stack cannot grow.
+ * Frame pointers are stale afterwards. */
+static bool sr_reserve(sr_ctx *c)
 {
-    bool split = false;
-    for (uint32_t s = c->slo[b] + 1; s < c->shi[b]; s++)
-        if (c->cross[s] == 0 && s > s0 && s < s1) { split = true; break; }
-    if (!split || left == 0) return sr_dfs(c, s0, s1, ext, pos, nb, left, o, rank);
-    /* the list lives in c->lists unless ext: re-derive it after growth */
-#define SR_LIST (ext ? ext : c->lists + pos)
-    for (uint32_t q = 0; q < nb; q++) { uint32_t x = SR_LIST[q]; if (c->off[x] != UINT64_MAX) c->sol[x] = c->off[x]; }
-    /* cut points: boundaries with no crossing unplaced buffer, and whose
-     * two sides both hold unplaced buffers (found below) */
-    size_t mark = c->lists_n;
-    uint32_t a = s0;
-    int result = SR_FOUND;
-    while (a < s1 && result == SR_FOUND) {
-        uint32_t e = a + 1;
-        while (e < s1 && c->cross[e] != 0) e++;
-        /* sub-part [a, e): unplaced buffers starting in it */
-        size_t start = c->lists_n;
-        for (uint32_t q = 0; q < nb; q++) {
-            uint32_t x = SR_LIST[q];
-            if (c->off[x] != UINT64_MAX || c->slo[x] < a || c->slo[x] >= e) continue;
-            if (c->lists_n >= c->lists_cap &&
-                !bp__grow(sr_alloc, (void **)&c->lists, &c->lists_cap, c->lists_n + 1, sizeof *c->lists)) { c->oom = true; result = SR_ABORTED; break; }
-            c->lists[c->lists_n++] = x;
-        }
-        uint32_t cnt = (uint32_t)(c->lists_n - start);
-        if (result == SR_FOUND && cnt) {
-            /* c->lists may move while the sub-search grows it: pass a copy
-             * position and re-derive the pointer inside */
-            result = sr_dfs(c, a, e, NULL, start, cnt, cnt, 0, 0);
-        }
-        c->lists_n = start;
-        a = e;
-    }
-    c->lists_n = mark;
-    return result;
-#undef SR_LIST
+    if (c->fr_n < c->fr_cap) return true;
+    if (bp__grow(c->a, (void **)&c->fr, &c->fr_cap, c->fr_n + 1, sizeof *c->fr)) return true;
+    c->oom = true;
+    return false;
 }
 
-/* Depth-first search over the `left` unplaced buffers of sections [s0, s1).
- * The part's buffer list is bufs[0..nb) or, when bufs is NULL,
- * c->lists[list_pos .. list_pos + nb) (a sub-part: the list stack may be
- * reallocated below us, so the pointer is re-derived).  last_off and
- * last_rank: the previous placement (canonical order). */
-static int sr_dfs(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *bufs, size_t list_pos,
-                  uint32_t nb, uint32_t left, uint64_t last_off, uint32_t last_rank)
+/* Pushes a node frame (room was reserved). */
+static void sr_push_node(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *bufs, size_t list_pos,
+                         uint32_t nb, uint32_t left, uint64_t last_off, uint32_t last_rank)
 {
-#define SR_BUFS (bufs ? bufs : c->lists + list_pos)
-    if (left == 0) {
-        const uint32_t *bl = SR_BUFS;
+    sr_frame *g = &c->fr[c->fr_n++];
+    g->kind = SR_FR_NODE;
+    g->s0 = s0; g->s1 = s1; g->nb = nb; g->left = left;
+    g->bufs = bufs; g->list_pos = list_pos;
+    g->u.n.last_off = last_off; g->u.n.last_rank = last_rank;
+}
+
+/* Entering a node: a leaf records the packing; otherwise the node is
+ * counted, the limits checked, and the candidates collected and sorted.
+ * Returns SR_GO when the candidates are ready, else the node's result. */
+static int sr_enter(sr_ctx *c, sr_frame *f)
+{
+    const uint32_t *bl = f->bufs ? f->bufs : c->lists + f->list_pos;
+    uint32_t nb = f->nb;
+    if (f->left == 0) {
         for (uint32_t q = 0; q < nb; q++) c->sol[bl[q]] = c->off[bl[q]];
         return SR_FOUND;
     }
@@ -340,54 +351,168 @@ static int sr_dfs(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *bufs, siz
     if (sr_time_up(c)) return SR_TIMEOUT;
     /* lowest ceiling among unplaced buffers (dominance), dead buffers */
     uint64_t min_h = UINT64_MAX;
-    {
-        const uint32_t *bl = SR_BUFS;
-        for (uint32_t q = 0; q < nb; q++) {
-            uint32_t b = bl[q];
-            if (c->off[b] != UINT64_MAX) continue;
-            uint64_t h = c->minoff[b] + c->size[b];
-            if (h > c->cap) return SR_INFEASIBLE;
-            if (h < min_h) min_h = h;
-        }
+    for (uint32_t q = 0; q < nb; q++) {
+        uint32_t b = bl[q];
+        if (c->off[b] != UINT64_MAX) continue;
+        uint64_t h = c->minoff[b] + c->size[b];
+        if (h > c->cap) return SR_INFEASIBLE;
+        if (h < min_h) min_h = h;
     }
     /* candidates: unplaced, floor below min_h, canonical after the last */
     size_t base = c->cand_n;
-    {
-        const uint32_t *bl = SR_BUFS;
-        for (uint32_t q = 0; q < nb; q++) {
-            uint32_t b = bl[q];
-            if (c->off[b] != UINT64_MAX) continue;
-            uint64_t mo = c->minoff[b];
-            if (mo >= min_h) continue;
-            if (mo < last_off || (mo == last_off && c->rank[b] < last_rank)) continue;
-            if (c->cand_n >= c->cand_cap && !bp__grow(sr_alloc, (void **)&c->cand, &c->cand_cap, c->cand_n + 1, sizeof *c->cand)) { c->oom = true; return SR_ABORTED; }
-            c->cand[c->cand_n].off = mo; c->cand[c->cand_n].rank = c->rank[b]; c->cand[c->cand_n].b = b;
-            c->cand_n++;
+    uint64_t last_off = f->u.n.last_off;
+    uint32_t last_rank = f->u.n.last_rank;
+    for (uint32_t q = 0; q < nb; q++) {
+        uint32_t b = bl[q];
+        if (c->off[b] != UINT64_MAX) continue;
+        uint64_t mo = c->minoff[b];
+        if (mo >= min_h) continue;
+        if (mo < last_off || (mo == last_off && c->rank[b] < last_rank)) continue;
+        if (c->cand_n >= c->cand_cap && !bp__grow(c->a, (void **)&c->cand, &c->cand_cap, c->cand_n + 1, sizeof *c->cand)) {
+            c->oom = true;
+            c->cand_n = base;
+            return SR_ABORTED;
+        }
+        c->cand[c->cand_n].off = mo; c->cand[c->cand_n].rank = c->rank[b]; c->cand[c->cand_n].b = b;
+        c->cand_n++;
+    }
+    f->u.n.base = base;
+    f->u.n.nc = c->cand_n - base;
+    f->u.n.i = 0;
+    sr_sort_cand(c->cand + base, f->u.n.nc);
+    f->kind = SR_FR_TRY;
+    return SR_GO;
+}
+
+/* A node's candidate i came back with result r: undo its placement, then
+ * stop (r decided, or the hatless rule) or go on with the next. */
+static int sr_node_back(sr_ctx *c, sr_frame *f, int r)
+{
+    uint32_t b = c->cand[f->u.n.base + f->u.n.i].b;
+    for (uint32_t s = c->slo[b] + 1; s < c->shi[b]; s++) c->cross[s]++;
+    sr_unplace(c, b, f->u.n.trm, f->u.n.tsm);
+    if (r != SR_INFEASIBLE) { c->cand_n = f->u.n.base; return r; }
+    /* "hatless": nothing unplaced overlaps b, so b at its floor blocks
+     * no one; if that failed, placing another buffer first fails too */
+    bool hat = false;
+    for (uint32_t e = c->ov_off[b]; e < c->ov_off[b + 1] && !hat; e++) hat = c->off[c->ov[e]] == UINT64_MAX;
+    if (!hat) { c->cand_n = f->u.n.base; return SR_INFEASIBLE; }
+    f->u.n.i++;
+    return SR_GO;
+}
+
+/* Places the node's next candidates until one passes the section checks;
+ * its continuation is pushed: a split when the placement left a boundary
+ * inside [s0, s1) uncrossed (and buffers remain), else the next node. */
+static int sr_try(sr_ctx *c, size_t fi)
+{
+    for (;;) {
+        sr_frame *f = &c->fr[fi];
+        if (f->u.n.i >= f->u.n.nc) { c->cand_n = f->u.n.base; return SR_INFEASIBLE; }
+        if (!sr_reserve(c)) { f = &c->fr[fi]; c->cand_n = f->u.n.base; return SR_ABORTED; }
+        f = &c->fr[fi];
+        sr_cand cd = c->cand[f->u.n.base + f->u.n.i];
+        f->u.n.trm = c->tr_n; f->u.n.tsm = c->ts_n;
+        if (!sr_place(c, cd.b, cd.off)) {
+            c->oom = true;
+            sr_unplace(c, cd.b, f->u.n.trm, f->u.n.tsm);
+            c->cand_n = f->u.n.base;
+            return SR_ABORTED;
+        }
+        for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]--;
+        if (sr_sections_ok(c, f->s0, f->s1, cd.b, cd.off, f->u.n.trm)) {
+            uint32_t left = f->left - 1;
+            bool split = false;
+            for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++)
+                if (c->cross[s] == 0 && s > f->s0 && s < f->s1) { split = true; break; }
+            if (!split || left == 0) {
+                sr_push_node(c, f->s0, f->s1, f->bufs, f->list_pos, f->nb, left, cd.off, cd.rank);
+            } else {
+                sr_frame *g = &c->fr[c->fr_n++];
+                g->kind = SR_FR_SPLIT0;
+                g->s0 = f->s0; g->s1 = f->s1; g->nb = f->nb; g->left = left;
+                g->bufs = f->bufs; g->list_pos = f->list_pos;
+            }
+            return SR_GO;
+        }
+        int r = sr_node_back(c, f, SR_INFEASIBLE);
+        if (r != SR_GO) return r;
+    }
+}
+
+/* A split: records the placed buffers so far, then pushes a node frame for
+ * each sub-part [a, e) (e: the next boundary no unplaced buffer crosses)
+ * that holds unplaced buffers, one at a time. */
+static int sr_split(sr_ctx *c, size_t fi)
+{
+    sr_frame *f = &c->fr[fi];
+#define SR_LIST (f->bufs ? f->bufs : c->lists + f->list_pos)
+    if (f->kind == SR_FR_SPLIT0) {
+        for (uint32_t q = 0; q < f->nb; q++) { uint32_t x = SR_LIST[q]; if (c->off[x] != UINT64_MAX) c->sol[x] = c->off[x]; }
+        f->u.s.mark = c->lists_n;
+        f->u.s.a = f->s0;
+        f->kind = SR_FR_SPLIT;
+    }
+    while (f->u.s.a < f->s1) {
+        uint32_t a = f->u.s.a, e = a + 1;
+        while (e < f->s1 && c->cross[e] != 0) e++;
+        /* sub-part [a, e): unplaced buffers starting in it */
+        size_t start = c->lists_n;
+        for (uint32_t q = 0; q < f->nb; q++) {
+            uint32_t x = SR_LIST[q];
+            if (c->off[x] != UINT64_MAX || c->slo[x] < a || c->slo[x] >= e) continue;
+            if (c->lists_n >= c->lists_cap &&
+                !bp__grow(c->a, (void **)&c->lists, &c->lists_cap, c->lists_n + 1, sizeof *c->lists)) {
+                c->oom = true;
+                c->lists_n = f->u.s.mark;
+                return SR_ABORTED;
+            }
+            c->lists[c->lists_n++] = x;
+        }
+        uint32_t cnt = (uint32_t)(c->lists_n - start);
+        if (cnt) {
+            if (!sr_reserve(c)) { c->lists_n = c->fr[fi].u.s.mark; return SR_ABORTED; }
+            f = &c->fr[fi];
+            f->u.s.start = start; f->u.s.e = e;
+            sr_push_node(c, a, e, NULL, start, cnt, cnt, 0, 0);
+            return SR_GO;
+        }
+        c->lists_n = start;
+        f->u.s.a = e;
+    }
+    c->lists_n = f->u.s.mark;
+    return SR_FOUND;
+#undef SR_LIST
+}
+
+/* A split's sub-part came back with r: the next one, unless r is not
+ * SR_FOUND (then the split fails with r). */
+static int sr_split_back(sr_ctx *c, sr_frame *f, int r)
+{
+    c->lists_n = f->u.s.start;
+    f->u.s.a = f->u.s.e;
+    if (r != SR_FOUND) { c->lists_n = f->u.s.mark; return r; }
+    return SR_GO;
+}
+
+/* Searches the part [s0, s1) over bufs[0..nb) to the end. */
+static int sr_search(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *bufs, uint32_t nb)
+{
+    c->fr_n = 0;
+    if (!sr_reserve(c)) return SR_ABORTED;
+    sr_push_node(c, s0, s1, bufs, 0, nb, nb, 0, 0);
+    for (;;) {
+        size_t fi = c->fr_n - 1;
+        sr_frame *f = &c->fr[fi];
+        int r = f->kind == SR_FR_NODE ? sr_enter(c, f) : SR_GO;
+        if (r == SR_GO) r = f->kind == SR_FR_TRY ? sr_try(c, fi) : sr_split(c, fi);
+        /* a finished frame hands r to its parent, which may finish too */
+        while (r != SR_GO) {
+            if (--c->fr_n == 0) return r;
+            f = &c->fr[c->fr_n - 1];
+            r = f->kind == SR_FR_TRY ? sr_node_back(c, f, r) : sr_split_back(c, f, r);
         }
     }
-    size_t nc = c->cand_n - base;
-    sr_sort_cand(c->cand + base, nc);
-    int result = SR_INFEASIBLE;
-    for (size_t i = 0; i < nc; i++) {
-        sr_cand cd = c->cand[base + i];
-        size_t trm = c->tr_n, tsm = c->ts_n;
-        if (!sr_place(c, cd.b, cd.off)) { c->oom = true; result = SR_ABORTED; sr_unplace(c, cd.b, trm, tsm); break; }
-        for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]--;
-        int r = SR_INFEASIBLE;
-        if (sr_sections_ok(c, s0, s1, cd.b, cd.off, trm))
-            r = sr_continue(c, s0, s1, bufs, list_pos, nb, left - 1, cd.b, cd.off, cd.rank);
-        for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]++;
-        sr_unplace(c, cd.b, trm, tsm);
-        if (r != SR_INFEASIBLE) { result = r; break; }
-        /* "hatless": nothing unplaced overlaps b, so b at its floor blocks
-         * no one; if that failed, placing another buffer first fails too */
-        bool hat = false;
-        for (uint32_t e = c->ov_off[cd.b]; e < c->ov_off[cd.b + 1] && !hat; e++) hat = c->off[c->ov[e]] == UINT64_MAX;
-        if (!hat) break;
-    }
-    c->cand_n = base;
-    return result;
-#undef SR_BUFS
 }
 
 /* Decides part p at capacity cap with heuristic h and a node budget. */
@@ -401,7 +526,7 @@ static int sr_solve_part(sr_ctx *c, sr_part *p, uint64_t cap, int h, int64_t lim
     for (uint32_t q = p->b0; q < p->b1; q++) { uint32_t b = c->part_buf[q]; c->off[b] = UINT64_MAX; c->minoff[b] = sr_adjust(c, b, 0); }
     for (uint32_t s = p->s0; s < p->s1; s++) { c->floor_[s] = 0; c->total[s] = c->sec_total0[s]; c->cross[s] = c->cross0[s]; }
     c->tr_n = c->ts_n = c->cand_n = c->lists_n = 0;
-    int r = sr_dfs(c, p->s0, p->s1, c->part_buf + p->b0, 0, p->b1 - p->b0, p->b1 - p->b0, 0, 0);
+    int r = sr_search(c, p->s0, p->s1, c->part_buf + p->b0, p->b1 - p->b0);
     if (r == SR_FOUND) {
         uint64_t hgt = 0;
         for (uint32_t q = p->b0; q < p->b1; q++) {
@@ -455,38 +580,52 @@ static int sr_cmp_tp(const void *x, const void *y)
 
 static void sr_free(sr_ctx *c)
 {
-    const bp_allocator *a = sr_alloc;
-    size_t k = c->k ? c->k : 1;
+    const bp_allocator *a = c->a;
+    size_t k = c->k ? c->k : 1, nt1 = (size_t)c->nt + 1, nf1 = (size_t)c->nf + 1, ns = c->n_sec;
     bp__free(a, c->orig, k * sizeof *c->orig);
     bp__free(a, c->size, k * sizeof *c->size);
     bp__free(a, c->align, k * sizeof *c->align);
-    bp__free(a, c->slo, k * sizeof *c->slo);
-    bp__free(a, c->shi, k * sizeof *c->shi);
+    bp__free(a, c->slo, nt1 * sizeof *c->slo);
+    bp__free(a, c->shi, nt1 * sizeof *c->shi);
+    bp__free(a, c->fxo, nf1 * sizeof *c->fxo);
+    bp__free(a, c->fxe, nf1 * sizeof *c->fxe);
+    bp__free(a, c->fx_off, (k + 1) * sizeof *c->fx_off);
     bp__free(a, c->ov_off, (k + 1) * sizeof *c->ov_off);
-    free(c->ov);
-    bp__free(a, c->sec_total0, (c->n_sec + 1) * sizeof *c->sec_total0);
-    free(c->parts);
     bp__free(a, c->part_buf, k * sizeof *c->part_buf);
-    free(c->pre);
     bp__free(a, c->off, k * sizeof *c->off);
     bp__free(a, c->minoff, k * sizeof *c->minoff);
-    bp__free(a, c->floor_, (c->n_sec + 1) * sizeof *c->floor_);
-    bp__free(a, c->total, (c->n_sec + 1) * sizeof *c->total);
     bp__free(a, c->sol, k * sizeof *c->sol);
     bp__free(a, c->best, k * sizeof *c->best);
-    free(c->cross); free(c->cross0); free(c->secmin);
-    free(c->sec_off); free(c->sec_buf); free(c->stamp);
-    free(c->fxo); free(c->fxe); free(c->fx_off); free(c->fx); free(c->sfx_off); free(c->sfx);
+    bp__free(a, c->sec_total0, (ns + 1) * sizeof *c->sec_total0);
+    bp__free(a, c->floor_, (ns + 1) * sizeof *c->floor_);
+    bp__free(a, c->total, (ns + 1) * sizeof *c->total);
+    bp__free(a, c->cross0, (ns + 2) * sizeof *c->cross0);
+    bp__free(a, c->cross, (ns + 2) * sizeof *c->cross);
+    bp__free(a, c->stamp, (ns + 1) * sizeof *c->stamp);
+    bp__free(a, c->sec_off, (ns + 2) * sizeof *c->sec_off);
+    bp__free(a, c->sec_buf, c->n_sec_buf * sizeof *c->sec_buf);
+    bp__free(a, c->ov, c->n_ov * sizeof *c->ov);
+    bp__free(a, c->fx, c->n_fx * sizeof *c->fx);
+    bp__free(a, c->sfx_off, (ns + 2) * sizeof *c->sfx_off);
+    bp__free(a, c->sfx, c->n_sfx * sizeof *c->sfx);
+    bp__free(a, c->parts, (ns + 1) * sizeof *c->parts);
+    bp__free(a, c->pre, (size_t)c->n_heur * k * sizeof *c->pre);
     bp__free(a, c->lists, c->lists_cap * sizeof *c->lists);
     bp__free(a, c->tr, c->tr_cap * sizeof *c->tr);
     bp__free(a, c->ts, c->ts_cap * sizeof *c->ts);
     bp__free(a, c->cand, c->cand_cap * sizeof *c->cand);
+    bp__free(a, c->fr, c->fr_cap * sizeof *c->fr);
 }
 
 /* Builds sections, overlaps, parts and preorders.  Returns false on OOM. */
 static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
 {
-    const bp_allocator *a = sr_alloc;
+    const bp_allocator *a = c->a;
+    /* scratch, freed at the end with these sizes */
+    sr_tp *tp = NULL;
+    uint32_t *cross = NULL;
+    size_t n_tp = 0, n_cross = 0;
+    bool ok = false;
     uint32_t k = 0;
     uint32_t nf = 0;
     for (size_t i = 0; i < n; i++) {
@@ -495,6 +634,7 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
     }
     c->k = k;
     c->nf = nf;
+    c->nt = k + nf;
     uint32_t nt = k + nf;
     size_t kk = k ? k : 1;
     c->orig = bp__alloc(a, kk * sizeof *c->orig);
@@ -502,19 +642,19 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
     c->align = bp__alloc(a, kk * sizeof *c->align);
     c->slo = bp__alloc(a, ((size_t)nt + 1) * sizeof *c->slo);
     c->shi = bp__alloc(a, ((size_t)nt + 1) * sizeof *c->shi);
-    c->fxo = malloc(((size_t)nf + 1) * sizeof *c->fxo);
-    c->fxe = malloc(((size_t)nf + 1) * sizeof *c->fxe);
-    c->fx_off = calloc(kk + 1, sizeof *c->fx_off);
+    c->fxo = bp__alloc(a, ((size_t)nf + 1) * sizeof *c->fxo);
+    c->fxe = bp__alloc(a, ((size_t)nf + 1) * sizeof *c->fxe);
+    c->fx_off = bp__calloc(a, kk + 1, sizeof *c->fx_off);
     c->ov_off = bp__calloc(a, kk + 1, sizeof *c->ov_off);
     c->part_buf = bp__alloc(a, kk * sizeof *c->part_buf);
     c->off = bp__alloc(a, kk * sizeof *c->off);
     c->minoff = bp__alloc(a, kk * sizeof *c->minoff);
     c->sol = bp__alloc(a, kk * sizeof *c->sol);
     c->best = bp__alloc(a, kk * sizeof *c->best);
-    sr_tp *tp = malloc(2 * ((size_t)nt + 1) * sizeof *tp);
-    bool ok = c->orig && c->size && c->align && c->slo && c->shi && c->ov_off && c->part_buf &&
-              c->off && c->minoff && c->sol && c->best && tp && c->fxo && c->fxe && c->fx_off;
-    if (!ok) { free(tp); return false; }
+    n_tp = 2 * ((size_t)nt + 1);
+    tp = bp__alloc(a, n_tp * sizeof *tp);
+    if (!c->orig || !c->size || !c->align || !c->slo || !c->shi || !c->ov_off || !c->part_buf ||
+        !c->off || !c->minoff || !c->sol || !c->best || !tp || !c->fxo || !c->fxe || !c->fx_off) goto out;
     uint64_t g = 0;
     uint32_t q = 0, f = 0;
     for (size_t i = 0; i < n; i++) {
@@ -554,12 +694,11 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
     c->sec_total0 = bp__calloc(a, c->n_sec + 1, sizeof *c->sec_total0);
     c->floor_ = bp__calloc(a, c->n_sec + 1, sizeof *c->floor_);
     c->total = bp__calloc(a, c->n_sec + 1, sizeof *c->total);
-    uint32_t *cross = calloc(c->n_sec + 2, sizeof *cross);
-    c->cross0 = calloc(c->n_sec + 2, sizeof *c->cross0);
-    c->cross = calloc(c->n_sec + 2, sizeof *c->cross);
-    c->secmin = calloc(c->n_sec + 2, sizeof *c->secmin);
-    if (!c->cross0 || !c->cross || !c->secmin) { free(tp); free(cross); return false; }
-    if (!c->sec_total0 || !c->floor_ || !c->total || !cross) { free(tp); free(cross); return false; }
+    n_cross = c->n_sec + 2;
+    cross = bp__calloc(a, n_cross, sizeof *cross);
+    c->cross0 = bp__calloc(a, c->n_sec + 2, sizeof *c->cross0);
+    c->cross = bp__calloc(a, c->n_sec + 2, sizeof *c->cross);
+    if (!c->cross0 || !c->cross || !c->sec_total0 || !c->floor_ || !c->total || !cross) goto out;
     for (uint32_t b = 0; b < k; b++) {
         for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_total0[s] += c->size[b];
         /* b crosses the boundaries slo+1 .. shi-1 */
@@ -574,24 +713,25 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
     {
         uint64_t tot = 0;
         for (uint32_t b = 0; b < k; b++) tot += c->shi[b] - c->slo[b];
-        c->stamp = calloc(c->n_sec + 1, sizeof *c->stamp);
-        c->sec_off = calloc(c->n_sec + 2, sizeof *c->sec_off);
-        if (!c->stamp || !c->sec_off) { free(tp); free(cross); return false; }
+        c->stamp = bp__calloc(a, c->n_sec + 1, sizeof *c->stamp);
+        c->sec_off = bp__calloc(a, c->n_sec + 2, sizeof *c->sec_off);
+        if (!c->stamp || !c->sec_off) goto out;
         if (tot <= 20000000) {
-            c->sec_buf = malloc((tot ? tot : 1) * sizeof *c->sec_buf);
-            if (!c->sec_buf) { free(tp); free(cross); return false; }
+            c->sec_buf = bp__alloc(a, (tot ? tot : 1) * sizeof *c->sec_buf);
+            if (!c->sec_buf) goto out;
+            c->n_sec_buf = tot ? tot : 1;
             for (uint32_t b = 0; b < k; b++) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_off[s + 1]++;
             for (uint32_t s = 0; s < c->n_sec; s++) c->sec_off[s + 1] += c->sec_off[s];
-            uint32_t *cur = malloc((c->n_sec + 1) * sizeof *cur);
-            if (!cur) { free(tp); free(cross); return false; }
+            uint32_t *cur = bp__alloc(a, (c->n_sec + 1) * sizeof *cur);
+            if (!cur) goto out;
             memcpy(cur, c->sec_off, (c->n_sec + 1) * sizeof *cur);
             for (uint32_t b = 0; b < k; b++) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_buf[cur[s]++] = b;
-            free(cur);
+            bp__free(a, cur, (c->n_sec + 1) * sizeof *cur);
         }
     }
     /* overlaps by a sweep over the sorted time points (ends first) */
     {
-        uint32_t *live = malloc(((size_t)nt + 1) * sizeof *live), *where = malloc(((size_t)nt + 1) * sizeof *where);
+        uint32_t *live = bp__alloc(a, ((size_t)nt + 1) * sizeof *live), *where = bp__alloc(a, ((size_t)nt + 1) * sizeof *where);
         size_t n_live = 0, cap = 0, cnt = 0, fcap = 0, fcnt = 0;
         uint32_t *pairs = NULL; /* (a, b) pairs of free buffers */
         uint32_t *fpairs = NULL; /* (free, obstacle) pairs */
@@ -616,12 +756,14 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
             where[b] = (uint32_t)n_live;
             live[n_live++] = b;
         }
-        free(live); free(where);
+        bp__free(a, live, ((size_t)nt + 1) * sizeof *live);
+        bp__free(a, where, ((size_t)nt + 1) * sizeof *where);
         if (ok) {
             for (size_t p = 0; p < cnt; p++) { c->ov_off[pairs[2 * p] + 1]++; c->ov_off[pairs[2 * p + 1] + 1]++; }
             for (uint32_t b = 0; b < k; b++) c->ov_off[b + 1] += c->ov_off[b];
-            c->ov = malloc((cnt ? 2 * cnt : 1) * sizeof *c->ov);
-            uint32_t *cur = malloc(kk * sizeof *cur);
+            c->ov = bp__alloc(a, (cnt ? 2 * cnt : 1) * sizeof *c->ov);
+            if (c->ov) c->n_ov = cnt ? 2 * cnt : 1;
+            uint32_t *cur = bp__alloc(a, kk * sizeof *cur);
             if (c->ov && cur) {
                 memcpy(cur, c->ov_off, kk * sizeof *cur);
                 for (size_t p = 0; p < cnt; p++) {
@@ -629,19 +771,21 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
                     c->ov[cur[pairs[2 * p + 1]]++] = pairs[2 * p];
                 }
             } else ok = false;
-            free(cur);
+            bp__free(a, cur, kk * sizeof *cur);
         }
         if (ok) {
             /* obstacles per free buffer, and per section */
             for (size_t p = 0; p < fcnt; p++) c->fx_off[fpairs[2 * p] + 1]++;
             for (uint32_t b = 0; b < k; b++) c->fx_off[b + 1] += c->fx_off[b];
-            c->fx = malloc((fcnt ? fcnt : 1) * sizeof *c->fx);
-            c->sfx_off = calloc(c->n_sec + 2, sizeof *c->sfx_off);
-            uint32_t *cur = malloc(kk * sizeof *cur);
+            c->fx = bp__alloc(a, (fcnt ? fcnt : 1) * sizeof *c->fx);
+            if (c->fx) c->n_fx = fcnt ? fcnt : 1;
+            c->sfx_off = bp__calloc(a, c->n_sec + 2, sizeof *c->sfx_off);
+            uint32_t *cur = bp__alloc(a, kk * sizeof *cur);
             size_t ns = 0;
             for (uint32_t f2 = 0; f2 < nf; f2++) ns += c->shi[k + f2] - c->slo[k + f2];
-            c->sfx = malloc((ns ? ns : 1) * sizeof *c->sfx);
-            uint32_t *scur = malloc((c->n_sec + 1) * sizeof *scur);
+            c->sfx = bp__alloc(a, (ns ? ns : 1) * sizeof *c->sfx);
+            if (c->sfx) c->n_sfx = ns ? ns : 1;
+            uint32_t *scur = bp__alloc(a, (c->n_sec + 1) * sizeof *scur);
             if (c->fx && c->sfx_off && cur && c->sfx && scur) {
                 memcpy(cur, c->fx_off, kk * sizeof *cur);
                 for (size_t p = 0; p < fcnt; p++) c->fx[cur[fpairs[2 * p]]++] = fpairs[2 * p + 1];
@@ -652,18 +796,19 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
                 for (uint32_t f2 = 0; f2 < nf; f2++)
                     for (uint32_t s = c->slo[k + f2]; s < c->shi[k + f2]; s++) c->sfx[scur[s]++] = f2;
             } else ok = false;
-            free(cur); free(scur);
+            bp__free(a, cur, kk * sizeof *cur);
+            bp__free(a, scur, (c->n_sec + 1) * sizeof *scur);
         }
         bp__free(a, fpairs, fcap * sizeof *fpairs);
         bp__free(a, pairs, cap * sizeof *pairs);
     }
-    free(tp);
-    if (!ok) { free(cross); return false; }
+    if (!ok) goto out;
+    ok = false;
     /* parts: split at boundaries no buffer crosses */
     {
-        c->parts = calloc(c->n_sec + 1, sizeof *c->parts);
-        uint32_t *part_of_sec = malloc((c->n_sec + 1) * sizeof *part_of_sec);
-        if (!c->parts || !part_of_sec) { free(cross); free(part_of_sec); return false; }
+        c->parts = bp__calloc(a, c->n_sec + 1, sizeof *c->parts);
+        uint32_t *part_of_sec = bp__alloc(a, (c->n_sec + 1) * sizeof *part_of_sec);
+        if (!c->parts || !part_of_sec) { bp__free(a, part_of_sec, (c->n_sec + 1) * sizeof *part_of_sec); goto out; }
         int32_t run = 0;
         uint32_t np = 0;
         for (uint32_t s = 0; s < c->n_sec; s++) {
@@ -673,8 +818,8 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
             c->parts[np - 1].s1 = s + 1;
         }
         /* count buffers per part, then group */
-        uint32_t *cnt = calloc(np + 1, sizeof *cnt);
-        if (!cnt) { free(cross); free(part_of_sec); return false; }
+        uint32_t *cnt = bp__calloc(a, (size_t)np + 1, sizeof *cnt);
+        if (!cnt) { bp__free(a, part_of_sec, (c->n_sec + 1) * sizeof *part_of_sec); goto out; }
         for (uint32_t b = 0; b < k; b++) cnt[part_of_sec[c->slo[b]] + 1]++;
         for (uint32_t p = 0; p < np; p++) cnt[p + 1] += cnt[p];
         for (uint32_t p = 0; p < np; p++) { c->parts[p].b0 = cnt[p]; c->parts[p].b1 = cnt[p + 1]; }
@@ -683,15 +828,15 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
         uint32_t w = 0;
         for (uint32_t p = 0; p < np; p++) if (c->parts[p].b1 > c->parts[p].b0) c->parts[w++] = c->parts[p];
         c->n_parts = w;
-        free(cnt); free(part_of_sec);
+        bp__free(a, cnt, ((size_t)np + 1) * sizeof *cnt);
+        bp__free(a, part_of_sec, (c->n_sec + 1) * sizeof *part_of_sec);
     }
-    free(cross);
     /* preorders (MiniMalloc's letters): T = largest section total it lives
      * in, C = sections spanned, A = area, W = length */
     c->n_heur = 4;
-    c->pre = malloc((size_t)c->n_heur * kk * sizeof *c->pre);
-    sr_key *keys = malloc(kk * sizeof *keys);
-    if (!c->pre || !keys) { free(keys); return false; }
+    c->pre = bp__alloc(a, (size_t)c->n_heur * kk * sizeof *c->pre);
+    sr_key *keys = bp__alloc(a, kk * sizeof *keys);
+    if (!c->pre || !keys) { bp__free(a, keys, kk * sizeof *keys); goto out; }
     for (int h = 0; h < c->n_heur; h++) {
         for (uint32_t b = 0; b < k; b++) {
             uint64_t T = 0;
@@ -712,8 +857,12 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
         qsort(keys, k, sizeof *keys, sr_cmp_key);
         for (uint32_t r = 0; r < k; r++) c->pre[(size_t)h * k + keys[r].b] = r;
     }
-    free(keys);
-    return true;
+    bp__free(a, keys, kk * sizeof *keys);
+    ok = true;
+out:
+    bp__free(a, tp, n_tp * sizeof *tp);
+    bp__free(a, cross, n_cross * sizeof *cross);
+    return ok;
 }
 
 bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_options *o,
@@ -728,7 +877,7 @@ bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_opt
     if (st != BP_OK) return st;
     if (res->arena_bytes > res->lower_bound) {
         /* never worse than bestfit: its answer stays unless beaten */
-        uint64_t *alt = bp__alloc(sr_alloc, (n ? n : 1) * sizeof *alt);
+        uint64_t *alt = bp__alloc(bp__assign_alloc(o), (n ? n : 1) * sizeof *alt);
         bp_assign_result r2 = *res;
         if (!alt) return bp__err(err, BP_ERR_NOMEM, "search: out of memory for %zu intervals", n);
         st = bp__assign_bestfit_ex(iv, n, o, 1, inc_deadline, alt, &r2, err);
@@ -736,7 +885,7 @@ bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_opt
             memcpy(offsets, alt, n * sizeof *offsets);
             res->arena_bytes = r2.arena_bytes;
         }
-        bp__free(sr_alloc, alt, (n ? n : 1) * sizeof *alt);
+        bp__free(bp__assign_alloc(o), alt, (n ? n : 1) * sizeof *alt);
         if (st != BP_OK) return st;
     }
     uint64_t lb0 = res->lower_bound;
@@ -750,6 +899,7 @@ bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_opt
 
     sr_ctx c;
     memset(&c, 0, sizeof c);
+    c.a = bp__assign_alloc(o);
     if (!sr_build(&c, iv, n)) { sr_free(&c); return bp__err(err, BP_ERR_NOMEM, "search: out of memory for %zu intervals", n); }
     c.t0 = t0;
     c.deadline = o && o->time_limit > 0 ? t0 + o->time_limit : 0;

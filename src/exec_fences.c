@@ -368,6 +368,7 @@ bp_status bp__assign_fence_aware(const bp_graph *g, const bp__lifetimes *lt, con
     double t0 = bp__now();
     bp_assign_options ao;
     bp_assign_options_init(&ao);
+    ao.alloc = &g->alloc;
     for (size_t i = 0; i < n; i++)
         if (iv[i].fixed_offset != BP_NO_OFFSET || iv[i].lower < 0 || iv[i].upper <= iv[i].lower)
             return bp_assign_intervals(iv, n, BP_ASSIGN_BESTFIT, &ao, offsets, res, err);

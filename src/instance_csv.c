@@ -8,7 +8,7 @@
  * disjoint while the check passes, an entering interval only has to be
  * compared with its neighbours by offset: O(n log n) in all.
  */
-#include "internal.h"
+#include "assign_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -69,6 +69,12 @@ static int chk_cmp_ev(const void *a, const void *b)
 bp_status bp_intervals_check(const bp_interval *iv, size_t n, const uint64_t *offsets,
                              uint64_t arena, bp_error *err)
 {
+    return bp__intervals_check_alloc(&bp__libc_allocator, iv, n, offsets, arena, err);
+}
+
+bp_status bp__intervals_check_alloc(const bp_allocator *a, const bp_interval *iv, size_t n,
+                                    const uint64_t *offsets, uint64_t arena, bp_error *err)
+{
     bp__err_clear(err);
     if (n && (!iv || !offsets)) return bp__err(err, BP_ERR_USAGE, "bp_intervals_check: NULL intervals or offsets");
     if (n >= UINT32_MAX) return bp__err(err, BP_ERR_LIMIT, "bp_intervals_check: %zu intervals", n);
@@ -95,7 +101,6 @@ bp_status bp_intervals_check(const bp_interval *iv, size_t n, const uint64_t *of
         m++;
     }
     if (m < 2) return BP_OK;
-    const bp_allocator *a = &bp__libc_allocator;
     chk_ev *lo = bp__calloc(a, m, sizeof *lo), *hi = bp__calloc(a, m, sizeof *hi);
     uint32_t *tl = bp__calloc(a, n, sizeof *tl), *tr = bp__calloc(a, n, sizeof *tr);
     bp_status st = BP_OK;

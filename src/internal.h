@@ -173,7 +173,6 @@ bp_status bp__sched_kahn(const bp_graph *g, int32_t *order, bp_error *err);
 /* assign.c dispatches bp_assign_intervals(); each strategy fills offsets[]
  * and res->arena_bytes.  Inputs were validated by the dispatcher. */
 bp_status bp__assign_naive(const bp_interval *iv, size_t n, uint64_t *offsets, bp_assign_result *res, bp_error *err);
-bp_status bp__assign_color(const bp_interval *iv, size_t n, uint64_t *offsets, bp_assign_result *res, bp_error *err);
 bp_status bp__assign_bestfit(const bp_interval *iv, size_t n, const bp_assign_options *o,
                              uint64_t *offsets, bp_assign_result *res, bp_error *err);
 bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_options *o,

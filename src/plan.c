@@ -242,6 +242,7 @@ bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts, co
     ao.time_limit = opts->time_limit;
     ao.seed = opts->seed;
     ao.progress = opts->progress;
+    ao.alloc = &g->alloc;   /* the assigners' scratch comes from the graph's allocator too */
     bp_assign_result ar;
     memset(&ar, 0, sizeof ar);
     if (opts->fence_aware) {

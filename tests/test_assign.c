@@ -268,6 +268,15 @@ static void test_bad_input(void)
     CHECK(bp_assign_intervals(a, 2, BP_ASSIGN_NAIVE, NULL, off, &r, &e) == BP_ERR_INVALID);
     CHECK(bp_assign_intervals(a, 2, (bp_assign_kind)99, NULL, off, &r, &e) == BP_ERR_USAGE);
     CHECK(bp_assign_intervals(a, 2, BP_ASSIGN_NAIVE, NULL, NULL, &r, &e) == BP_ERR_USAGE);
+    /* an allocator without its functions is refused, not called */
+    bp_allocator broken = { NULL, NULL, NULL, NULL };
+    bp_assign_options o;
+    bp_assign_options_init(&o);
+    CHECK(o.alloc == NULL);
+    o.alloc = &broken;
+    a[1].fixed_offset = 64;
+    CHECK(bp_assign_intervals(a, 2, BP_ASSIGN_BESTFIT, &o, off, &r, &e) == BP_ERR_USAGE);
+    CHECK(strstr(e.msg, "allocator") != NULL);
 }
 
 /* Graph-like intervals (two births per step, mostly short lives, a tail of

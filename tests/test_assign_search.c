@@ -2,10 +2,13 @@
  * buffers, search's arena equals the optimum found by trying every offset
  * of every buffer (branch and bound on the arena only), and search says it
  * is optimal.  Also: capacity mode (fits / does not fit) against the same
- * optimum, determinism, and the time limit returning a verified packing. */
+ * optimum, determinism, the time limit returning a verified packing, and
+ * a search 20,000 buffers deep on a small thread stack. */
+#define _POSIX_C_SOURCE 200809L
 #include "bufplan.h"
 #include "check.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -193,8 +196,68 @@ static void test_deterministic_and_limit(void)
     free(iv); free(a); free(b);
 }
 
+/* Deep descent: 20,000 random buffers (lifetimes up to 16 steps over 5,000
+ * steps) where bestfit stays above max-live and the first probe, at the
+ * bound, succeeds in one dive that places every buffer: some 11,000 frames
+ * deep (placements plus splits).  It runs in a thread with a 256 KiB stack,
+ * where a search recursing once per placement overflows (the recursive
+ * version did, under ASan); the search keeps its frames on the heap. */
+typedef struct deep_job {
+    const bp_interval *iv;
+    size_t n;
+    uint64_t *off;
+    bp_assign_result r;
+    bp_status st;
+    bp_error e;
+} deep_job;
+
+static void *deep_run(void *arg)
+{
+    deep_job *j = arg;
+    bp_assign_options o;
+    bp_assign_options_init(&o);
+    o.time_limit = 30;
+    j->st = bp_assign_intervals(j->iv, j->n, BP_ASSIGN_SEARCH, &o, j->off, &j->r, &j->e);
+    return NULL;
+}
+
+static void test_deep(void)
+{
+    enum { N = 20000 };
+    ull seed = 2;
+    bp_interval *iv = calloc(N, sizeof *iv);
+    uint64_t *off = calloc(N, sizeof *off);
+    REQUIRE(iv && off);
+    for (size_t i = 0; i < N; i++) {
+        iv[i].lower = (int64_t)(test_rand(&seed) % (N / 4));
+        iv[i].upper = iv[i].lower + 1 + (int64_t)(test_rand(&seed) % 16);
+        iv[i].size = 1 + test_rand(&seed) % 1000;
+        iv[i].fixed_offset = BP_NO_OFFSET;
+    }
+    deep_job j = { iv, N, off, {0}, BP_OK, {0} };
+    pthread_attr_t at;
+    pthread_t th;
+    REQUIRE(pthread_attr_init(&at) == 0);
+    REQUIRE(pthread_attr_setstacksize(&at, 256 * 1024) == 0);
+    REQUIRE(pthread_create(&th, &at, deep_run, &j) == 0);
+    REQUIRE(pthread_join(th, NULL) == 0);
+    pthread_attr_destroy(&at);
+    CHECK_OK(j.st, j.e);
+    bp_error e;
+    CHECK_OK(bp_intervals_check(iv, N, off, j.r.arena_bytes, &e), e);
+    CHECK(j.r.lower_bound >= bp_intervals_max_live(iv, N) && j.r.arena_bytes >= j.r.lower_bound);
+    /* the point of the instance: the search ran, through (at least) one
+     * dive as deep as there are buffers (if bestfit ever packs it at the
+     * bound, pick another seed) */
+    CHECK_MSG(j.r.nodes >= N, "search explored %llu nodes, not a deep dive", (ull)j.r.nodes);
+    fprintf(stderr, "deep: %d buffers, %llu nodes, arena %llu, bound %llu, %.1f s\n", N, (ull)j.r.nodes,
+            (ull)j.r.arena_bytes, (ull)j.r.lower_bound, j.r.seconds);
+    free(iv); free(off);
+}
+
 int main(void)
 {
+    test_deep();
     test_brute_force();
     test_fixed_brute();
     test_deterministic_and_limit();

@@ -1,7 +1,11 @@
 /* Allocation-failure injection through the public API: a bp_allocator that
  * fails its k-th allocation, for every k a pipeline reaches (read a graph
  * -> finalize -> plan with several strategies -> verify -> write the plan ->
- * read it back -> verify; ONNX import; MiniMalloc CSV; generators).  At
+ * read it back -> verify; ONNX import; MiniMalloc CSV; generators; each
+ * interval assigner called with the allocator in bp_assign_options: naive
+ * and color, bestfit's time-order pass (past its first node pool) and
+ * size-ordered runs and canonical greedy, search's incumbent phase, model
+ * and frame stack).  At
  * each k the pipeline must stop with BP_ERR_NOMEM (never another status,
  * never a crash) and, once everything is freed, the allocator must hold no
  * bytes: every allocation freed once, with the size it was made with.
@@ -163,6 +167,94 @@ static bp_status pl_csv(const bp_allocator *a, bp_error *err)
     return BP_OK;
 }
 
+/* ---------------------------------------------------------- assigners */
+
+/* n random intervals over `span` steps (sizes 1..64, some aligned), the
+ * first n_fixed of them pre-placed one above the other. */
+static void rand_intervals(bp_interval *iv, size_t n, size_t n_fixed, int64_t span, unsigned long long seed)
+{
+    uint64_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        iv[i].lower = (int64_t)(test_rand(&seed) % (unsigned long long)span);
+        iv[i].upper = iv[i].lower + 1 + (int64_t)(test_rand(&seed) % 6);
+        iv[i].size = 1 + test_rand(&seed) % 64;
+        iv[i].alignment = test_rand(&seed) % 4 == 0 ? 8 : 0;
+        iv[i].fixed_offset = BP_NO_OFFSET;
+        if (i < n_fixed) {
+            at = (at + 7) / 8 * 8;
+            iv[i].fixed_offset = at;
+            at += iv[i].size;
+        }
+    }
+}
+
+/* One assigner on iv with the allocator; the result must verify. */
+static bp_status run_assign(const bp_allocator *a, const bp_interval *iv, size_t n, bp_assign_kind kind,
+                            bp_assign_result *r, bp_error *err)
+{
+    uint64_t *off = malloc((n ? n : 1) * sizeof *off);
+    if (!off) return BP_ERR_NOMEM;
+    bp_assign_options o;
+    bp_assign_options_init(&o);
+    o.alloc = a;
+    o.time_limit = 60;  /* never reached: the runs must be the same each time */
+    bp_status s = bp_assign_intervals(iv, n, kind, &o, off, r, err);
+    if (!s) s = bp_intervals_check(iv, n, off, r->arena_bytes, err);
+    free(off);
+    return s;
+}
+
+static bp_status pl_naive_color(const bp_allocator *a, bp_error *err)
+{
+    bp_interval iv[24];
+    bp_assign_result r;
+    rand_intervals(iv, 24, 3, 12, 5);
+    bp_status s = run_assign(a, iv, 24, BP_ASSIGN_NAIVE, &r, err);
+    if (!s) s = run_assign(a, iv, 24, BP_ASSIGN_COLOR, &r, err);
+    return s;
+}
+
+/* bestfit's time-order pass leaves P = 1100 one-byte gaps at once (the
+ * even intervals end together between odd ones still live), more than its
+ * first pool of 1024 gap nodes, and packs at the bound.  Then a small
+ * instance with pre-placed intervals (no time-order pass): size-ordered
+ * runs and the canonical greedy. */
+enum { GAP_P = 1100 };
+static bp_interval gap_iv[2 * GAP_P + 1];
+static int gap_at_bound;
+
+static bp_status pl_bestfit(const bp_allocator *a, bp_error *err)
+{
+    bp_assign_result r;
+    bp_status s = run_assign(a, gap_iv, 2 * GAP_P + 1, BP_ASSIGN_BESTFIT, &r, err);
+    if (!s && r.arena_bytes == r.lower_bound) gap_at_bound = 1;
+    if (s) return s;
+    bp_interval iv[40];
+    rand_intervals(iv, 40, 2, 16, 11);
+    return run_assign(a, iv, 40, BP_ASSIGN_BESTFIT, &r, err);
+}
+
+/* search on instances whose optimum is above max-live (with and without
+ * pre-placed intervals): the incumbent phase, the model, and a search that
+ * splits into sub-parts and grows its stacks. */
+static uint64_t search_nodes;
+
+static bp_status pl_search(const bp_allocator *a, bp_error *err)
+{
+    static const struct { size_t n, n_fixed; int64_t span; unsigned long long seed; } cases[] = {
+        {36, 0, 14, 4}, {30, 2, 12, 20},
+    };
+    bp_status s = BP_OK;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0] && !s; c++) {
+        bp_interval iv[64];
+        bp_assign_result r;
+        rand_intervals(iv, cases[c].n, cases[c].n_fixed, cases[c].span, cases[c].seed);
+        s = run_assign(a, iv, cases[c].n, BP_ASSIGN_SEARCH, &r, err);
+        if (!s && r.nodes > search_nodes) search_nodes = r.nodes;
+    }
+    return s;
+}
+
 static unsigned char *onnx_data;
 static size_t onnx_len;
 
@@ -218,7 +310,7 @@ static unsigned long sweep(const char *name, pipeline p)
         }
     }
     if (bad > 0) CHECK_MSG(0, "%s: %lu failure points gave another status than BP_ERR_NOMEM", name, bad);
-    printf("%-6s %6lu allocation-failure points tested\n", name, n);
+    printf("%-11s %6lu allocation-failure points tested\n", name, n);
     return n;
 }
 
@@ -240,10 +332,23 @@ int main(void)
     total += sweep("graph", pl_graph);
     total += sweep("gen", pl_gen);
     total += sweep("csv", pl_csv);
+    for (size_t i = 0; i < 2 * GAP_P + 1; i++) {
+        bp_interval *x = &gap_iv[i];
+        x->lower = (int64_t)i;
+        x->upper = i == 2 * GAP_P ? 2 * GAP_P + 1 : i % 2 == 0 ? 2 * GAP_P : 4 * GAP_P;
+        x->size = 1;
+        x->alignment = 0;
+        x->fixed_offset = BP_NO_OFFSET;
+    }
+    total += sweep("naive+color", pl_naive_color);
+    total += sweep("bestfit", pl_bestfit);
+    CHECK_MSG(gap_at_bound, "bestfit's time-order pass did not pack the gap instance at the bound");
+    total += sweep("search", pl_search);
+    CHECK_MSG(search_nodes > 0, "the search pipeline never searched (bestfit reached the bound)");
     load_onnx();
     if (onnx_data && bp_onnx_available()) total += sweep("onnx", pl_onnx);
     else fprintf(stderr, "test_faults: no ONNX model or no ONNX support, skipping the ONNX sweep\n");
     free(onnx_data);
-    printf("total  %6lu allocation-failure points tested\n", total);
+    printf("%-11s %6lu allocation-failure points tested\n", "total", total);
     return check_status();
 }
