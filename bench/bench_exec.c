@@ -181,9 +181,12 @@ int main(int argc, char **argv)
     printf("| graph | ops | ops / longest path | 1 thread | %d thr. best fit (fences, arena) | %d thr. fence-aware (fences, arena) | %d thr. safe (no reuse) | fence cost |\n"
            "|---|---:|---:|---:|---:|---:|---:|---:|\n", threads, threads, threads);
     {
-        bp_graph *gs[2] = {gen("randwire", quick ? 1 : 2, quick ? 32 : 64, 8, 0), gen("transformer", quick ? 1 : 2, 1, 64, 32)};
-        const char *names[2] = {"randwire", "transformer"};
-        for (int k = 0; k < 2; k++) {
+        /* randwire at two widths; the transformer with per-head attention
+         * (nodes > 0) at width 512: 8 heads as parallel branches */
+        bp_graph *gs[3] = {gen("randwire", quick ? 1 : 2, quick ? 32 : 64, 8, 0), gen("randwire", quick ? 1 : 2, quick ? 64 : 128, 8, 0),
+                           gen("transformer", quick ? 1 : 2, 1, 512, 32)};
+        const char *names[3] = {"randwire", "randwire (wider)", "transformer (8 heads)"};
+        for (int k = 0; k < 3; k++) {
             bp_plan *p = plan(gs[k], 0), *pf = plan(gs[k], 1);
             res r1 = run_cfg(gs[k], p, BP_EXEC_PLANNED, 1, 0, spin_kernel, &kus, reps, 0);
             res r2 = run_cfg(gs[k], p, BP_EXEC_PLANNED, threads, 0, spin_kernel, &kus, reps, 0);
