@@ -826,7 +826,9 @@ bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err)
     int c = pool_class(sz);
     /* this thread's magazine: an exact size, most recent first */
     pmag *m = c < MAG_CLS ? pool_mag(p) : NULL;
-    if (m && m->n[c]) {
+    if (m) {
+        /* under the magazine's lock even to look: another thread that grows
+         * or merges the pool flushes every magazine (pool_mag_flush_all) */
         pool_spin_lock(&m->lock);
         for (int j = m->n[c] - 1; j >= 0; j--) {
             if (m->size[c][j] != sz) continue;
