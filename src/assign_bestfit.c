@@ -25,20 +25,22 @@
  * small deterministic work budget and is kept when it is smaller; it is what
  * brings the MiniMalloc instances from ~1.33 to ~1.15 x the lower bound.
  *
- * Above 50,000 intervals without fixed offsets a single online best-fit
- * pass in time order replaces all this, whatever the live set: frees come
- * from a heap on upper, and the free gaps sit in two treaps (by size for the
- * best-fit query, by offset for merging), so it is O(n log n) even on graphs
- * with thousands of tensors live at once (randwire), where the overlap term
- * of the size-ordered runs explodes.  Search's incumbent phase (quality
- * mode) still runs the size-ordered runs on such inputs.
+ * Without fixed offsets, an online best-fit pass in time order runs first,
+ * whatever the size: frees come from a heap on upper, and the free gaps sit
+ * in two treaps (by size for the best-fit query, by offset for merging), so
+ * it is O(n log n) even on graphs with thousands of tensors live at once
+ * (randwire), where the overlap term of the size-ordered runs explodes.  It
+ * often reaches the lower bound and ends the call.  Otherwise the
+ * size-ordered runs follow, as many as an overlap budget allows (counted in
+ * one sweep): none when even one would blow it, one above 500k intervals,
+ * none above 2M.  Search's incumbent phase (quality mode) runs all orders.
  */
 #include "assign_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The time-order pass runs above this many intervals (all, today: it is cheap). */
+/* The time-order pass runs above this many intervals: all (it is cheap). */
 #define BF_TIME_ORDER_MIN 0u
 /* Overlap visits the size-ordered runs may spend together (outside search's
  * quality mode). */
