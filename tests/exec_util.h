@@ -11,6 +11,24 @@
 
 #include <inttypes.h>
 
+/* A small randwire graph (16 nodes per stage, width 4) and its default
+ * plan, for the kernel-error tests; false (with a failed check) if either
+ * cannot be made. */
+static inline bool eu_small_randwire(int layers, bp_graph **g, bp_plan **p)
+{
+    bp_gen_options go;
+    bp_gen_options_init(&go);
+    go.layers = layers; go.nodes = 16; go.width = 4;
+    bp_error e;
+    *g = NULL;
+    *p = NULL;
+    CHECK_OK(bp_gen("randwire", &go, NULL, g, &e), e);
+    if (!*g) return false;
+    CHECK_OK(bp_plan_graph(*g, NULL, p, &e), e);
+    if (!*p) { bp_graph_free(*g); *g = NULL; return false; }
+    return true;
+}
+
 /* Small instances of every generator kind (fast under sanitizers). */
 typedef struct eu_case { const char *kind; bp_gen_options o; } eu_case;
 

@@ -130,15 +130,10 @@ static void test_broken_plan(void)
 
 static void test_kernel_error(void)
 {
-    bp_gen_options go;
-    bp_gen_options_init(&go);
-    go.layers = 1; go.nodes = 16; go.width = 4;
-    bp_graph *g = NULL;
+    bp_graph *g;
+    bp_plan *p;
+    if (!eu_small_randwire(1, &g, &p)) return;
     bp_error e;
-    CHECK_OK(bp_gen("randwire", &go, NULL, &g, &e), e);
-    if (!g) return;
-    bp_plan *p = NULL;
-    CHECK_OK(bp_plan_graph(g, NULL, &p, &e), e);
     int32_t fail_op = bp_plan_schedule(p)[bp_graph_n_ops(g) / 2];
     bp_digest_options d = {0, fail_op};
     for (int mode = 0; mode < 3; mode++) {
