@@ -130,24 +130,18 @@ bp_status bp_schedule_ex(const bp_graph *g, const bp_plan_options *opts, int32_t
     inf.picked = bp_sched_name(opts->sched);
     const bp_allocator *a = &g->alloc;
     size_t n1 = g->n_o + 1;
-    bp__sgraph sg;
-    bp__eval ev;
-    double *cost = NULL;
-    int32_t *alt = NULL;
-    bp_status s = bp__sgraph_build(g, opts, &sg, err);
+    bp__sched_env env;
+    bool exact = opts->sched == BP_SCHED_BEST || opts->sched == BP_SCHED_OPTIMAL;
+    bp_status s = bp__sched_env_init(&env, g, opts, exact, err);   /* best and optimal simulate steps */
     if (s) return s;
-    s = bp__eval_init(&ev, &sg, err);
-    if (s) { bp__sgraph_free(&sg); return s; }
-    cost = bp__alloc(a, n1 * sizeof *cost);
-    alt = bp__alloc(a, n1 * sizeof *alt);
-    if (!cost || !alt) { s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", g->name); goto out; }
-    bp__op_costs(g, cost);
-    if (opts->sched == BP_SCHED_BEST) s = bp__sched_best(g, opts, order, &inf, err);
-    else if (opts->sched == BP_SCHED_OPTIMAL) s = bp__sched_optimal(g, opts, order, &inf, err);
-    else s = run_fast(g, &sg, opts, opts->sched, cost, order, err);
+    int32_t *alt = bp__alloc(a, n1 * sizeof *alt);
+    if (!alt) { s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", g->name); goto out; }
+    if (opts->sched == BP_SCHED_BEST) s = bp__sched_best(&env, opts, order, &inf, err);
+    else if (opts->sched == BP_SCHED_OPTIMAL) s = bp__sched_optimal(&env, opts, order, &inf, err);
+    else s = run_fast(g, &env.sg, opts, opts->sched, env.cost, order, err);
     if (s) goto out;
-    inf.peak_bytes = bp__eval_peak(&ev, order, NULL);
-    if (!inf.lower_bound) inf.lower_bound = sg.lb;
+    inf.peak_bytes = bp__eval_peak(&env.ev, order, NULL);
+    if (!inf.lower_bound) inf.lower_bound = env.sg.lb;
     if (opts->budget && inf.peak_bytes > opts->budget) {
         /* The smallest peak among the fast orders and this one. */
         uint64_t best = inf.peak_bytes;
@@ -156,15 +150,15 @@ bp_status bp_schedule_ex(const bp_graph *g, const bp_plan_options *opts, int32_t
         bp_error first;
         memset(&first, 0, sizeof first);
         memcpy(alt, order, g->n_o * sizeof *alt);
-        rs = bp__sched_budget(&sg, opts->budget, alt, best, best_name, &first);
+        rs = bp__sched_budget(&env.sg, opts->budget, alt, best, best_name, &first);
         if (rs == BP_OK) { memcpy(order, alt, g->n_o * sizeof *alt); goto fits; }
         if (rs != BP_ERR_BUDGET) { s = rs; if (err) *err = first; goto out; }
         for (int k = BP_SCHED_GIVEN; k <= BP_SCHED_SEED; k++) {
             bp_error e2;
-            if (run_fast(g, &sg, opts, (bp_sched_kind)k, cost, alt, &e2)) continue;
-            uint64_t p = bp__eval_peak(&ev, alt, NULL);
+            if (run_fast(g, &env.sg, opts, (bp_sched_kind)k, env.cost, alt, &e2)) continue;
+            uint64_t p = bp__eval_peak(&env.ev, alt, NULL);
             if (p < best) { best = p; best_name = bp_sched_name((bp_sched_kind)k); }
-            if (p <= opts->budget || bp__sched_budget(&sg, opts->budget, alt, best, best_name, &e2) == BP_OK) {
+            if (p <= opts->budget || bp__sched_budget(&env.sg, opts->budget, alt, best, best_name, &e2) == BP_OK) {
                 memcpy(order, alt, g->n_o * sizeof *alt);
                 inf.picked = bp_sched_name((bp_sched_kind)k);
                 goto fits;
@@ -172,12 +166,12 @@ bp_status bp_schedule_ex(const bp_graph *g, const bp_plan_options *opts, int32_t
         }
         /* Report with the smallest peak found. */
         memcpy(alt, order, g->n_o * sizeof *alt);
-        s = bp__sched_budget(&sg, opts->budget, alt, best, best_name, err);
+        s = bp__sched_budget(&env.sg, opts->budget, alt, best, best_name, err);
         if (!s) s = bp__err(err, BP_ERR_BUDGET, "%s: no schedule found that fits the budget of %llu bytes", g->name,
                             (unsigned long long)opts->budget);
         goto out;
     fits:
-        inf.peak_bytes = bp__eval_peak(&ev, order, NULL);
+        inf.peak_bytes = bp__eval_peak(&env.ev, order, NULL);
         inf.optimal = 0;
         if (inf.peak_bytes > opts->budget) /* only for views the step model cannot follow */
             s = bp__err(err, BP_ERR_BUDGET, "%s: no schedule found that fits the budget of %llu bytes; the smallest peak found is %llu bytes",
@@ -186,9 +180,7 @@ bp_status bp_schedule_ex(const bp_graph *g, const bp_plan_options *opts, int32_t
 out:
     inf.seconds = bp__now() - t0;
     if (info) *info = inf;
-    bp__free(a, cost, n1 * sizeof *cost);
     bp__free(a, alt, n1 * sizeof *alt);
-    bp__eval_free(&ev);
-    bp__sgraph_free(&sg);
+    bp__sched_env_free(&env);
     return s;
 }

@@ -556,25 +556,17 @@ out:
 
 /* ------------------------------------------------------------------ best */
 
-bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *order, bp_schedule_info *info,
+bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *order, bp_schedule_info *info,
                          bp_error *err)
 {
+    const bp_graph *g = env->sg.g;
     const bp_allocator *a = &g->alloc;
     size_t n1 = g->n_o + 1;
     int32_t n = (int32_t)g->n_o;
-    bp__sgraph sg;
-    bp__eval ev;
-    bp__sim sim;
-    memset(&ev, 0, sizeof ev);
-    memset(&sim, 0, sizeof sim);
-    bp_status st = bp__sgraph_build(g, o, &sg, err);
-    if (st) return st;
-    double *cost = bp__alloc(a, n1 * sizeof *cost);
+    bp_status st = BP_OK;
     int32_t *cand = bp__alloc(a, n1 * sizeof *cand), *win = bp__alloc(a, n1 * sizeof *win);
     uint64_t *prof = bp__alloc(a, n1 * sizeof *prof), *bprof = bp__alloc(a, n1 * sizeof *bprof);
-    if (!cost || !cand || !win || !prof || !bprof) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", g->name); goto out; }
-    if ((st = bp__eval_init(&ev, &sg, err)) || (st = bp__sim_init(&sim, &sg, err))) goto out;
-    bp__op_costs(g, cost);
+    if (!cand || !win || !prof || !bprof) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", g->name); goto out; }
     double tl = o->time_limit > 0 ? o->time_limit : 10.0;
     uint64_t limit = (uint64_t)(tl * BP_WORK_PER_SECOND), work = 0;
     double deadline = bp__now() + 2 * tl; /* safety net only: work runs out first */
@@ -582,44 +574,44 @@ bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *o
 
     /* 1. portfolio */
     const char *nm = NULL;
-    if (bp__sched_portfolio(&sg, &ev, o, cost, order, &nm, &work, err) == UINT64_MAX) { st = err ? err->status : BP_ERR_INVALID; goto out; }
-    best_ctx b = {&sg, &ev, prof, order, 0, 0, NULL};
+    if (bp__sched_portfolio(&env->sg, &env->ev, o, env->cost, order, &nm, &work, err) == UINT64_MAX) { st = err ? err->status : BP_ERR_INVALID; goto out; }
+    best_ctx b = {&env->sg, &env->ev, prof, order, 0, 0, NULL};
     best_consider(&b, order, nm);
-    uint64_t flb = best_forced_lb(&sg, &work);
-    if (flb < sg.lb) flb = sg.lb;
+    uint64_t flb = best_forced_lb(&env->sg, &work);
+    if (flb < env->sg.lb) flb = env->sg.lb;
     int optimal = b.peak <= flb;
     uint64_t states = 0;
 
     /* 2. exact search on small graphs */
     if (!optimal && n <= 64) {
         bp__dp_result r;
-        bp__sim_reset(&sim);
+        bp__sim_reset(&env->sim);
         for (int32_t i = 0; i < n; i++) cand[i] = i;
-        int ok = bp__sched_dp(&sg, &sim, cand, n, b.peak, (size_t)1 << 14, &work, limit / 2, win, &r);
+        int ok = bp__sched_dp(&env->sg, &env->sim, cand, n, b.peak, (size_t)1 << 14, &work, limit / 2, win, &r);
         states += r.states;
         if (ok < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the exact search", g->name); goto out; }
         if (ok == 1) best_consider(&b, win, "dp");
-        if (r.proven && sg.dp_exact) optimal = 1;
+        if (r.proven && env->sg.dp_exact) optimal = 1;
     }
 
     /* 3. restarts with random tie-breaks */
-    for (uint32_t r = 1; !optimal && r <= 64 && work + run_cost(&sg) <= limit / 3 && bp__now() < deadline; r++) {
+    for (uint32_t r = 1; !optimal && r <= 64 && work + run_cost(&env->sg) <= limit / 3 && bp__now() < deadline; r++) {
         uint64_t ts = bp__sched_tie(seed, (int32_t)r) | 1;
         bp_error e;
         bp_status rs;
         const char *rn;
         switch (r % 4) {
-        case 0: rs = bp__sched_list(&sg, ts, cand, &e); rn = "list+restarts"; break;
-        case 1: rs = bp__sched_lpmf(&sg, ts, cand, &e); rn = "lpmf+restarts"; break;
+        case 0: rs = bp__sched_list(&env->sg, ts, cand, &e); rn = "list+restarts"; break;
+        case 1: rs = bp__sched_lpmf(&env->sg, ts, cand, &e); rn = "lpmf+restarts"; break;
         case 2: {
             double al = (double)(ts >> 11) / 9007199254740992.0;
-            rs = bp__sched_seed(&sg, cost, al, 1.0 - al, ts, cand, &e);
+            rs = bp__sched_seed(&env->sg, env->cost, al, 1.0 - al, ts, cand, &e);
             rn = "seed+restarts";
             break;
         }
-        default: rs = bp__sched_dfs(&sg, ts, cand, &e); rn = "dfs+restarts"; break;
+        default: rs = bp__sched_dfs(&env->sg, ts, cand, &e); rn = "dfs+restarts"; break;
         }
-        work += run_cost(&sg);
+        work += run_cost(&env->sg);
         if (rs == BP_ERR_NOMEM) { st = rs; if (err) *err = e; goto out; }
         if (!rs) best_consider(&b, cand, rn);
         if (b.peak <= flb) optimal = 1;
@@ -631,7 +623,7 @@ bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *o
     while (!optimal && work < limit && n > 2 && bp__now() < deadline) {
         bool improved = false;
         int32_t tried = 0;
-        bp__eval_profile(&ev, b.best, bprof);
+        bp__eval_profile(&env->ev, b.best, bprof);
         for (int32_t p = 0; p < n && !improved && tried < 16 && work < limit; p++) {
             if (bprof[p] != b.peak) continue;
             tried++;
@@ -640,17 +632,17 @@ bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *o
                 int32_t lo = p - w / 2;
                 if (lo < 0) lo = 0;
                 if (lo + w > n) lo = n - w;
-                bp__sim_reset(&sim);
-                for (int32_t i = 0; i < lo; i++) bp__sim_run(&sim, b.best[i]);
-                work += (uint64_t)lo * 40 + (uint64_t)(n + sg.ns) * 4;
+                bp__sim_reset(&env->sim);
+                for (int32_t i = 0; i < lo; i++) bp__sim_run(&env->sim, b.best[i]);
+                work += (uint64_t)lo * 40 + (uint64_t)(n + env->sg.ns) * 4;
                 bp__dp_result r;
-                int ok = bp__sched_dp(&sg, &sim, b.best + lo, w, b.peak + 1, wcap[wi], &work, 0, win, &r);
+                int ok = bp__sched_dp(&env->sg, &env->sim, b.best + lo, w, b.peak + 1, wcap[wi], &work, 0, win, &r);
                 states += r.states;
                 if (ok < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the window search", g->name); goto out; }
                 if (ok != 1) continue;
                 memcpy(cand, b.best, (size_t)n * sizeof *cand);
                 memcpy(cand + lo, win, (size_t)w * sizeof *cand);
-                work += run_cost(&sg) / 4;
+                work += run_cost(&env->sg) / 4;
                 const char *wn = b.name;
                 if (strncmp(wn, "window", 6) != 0) wn = "window";
                 if (best_consider(&b, cand, wn)) improved = true;
@@ -664,7 +656,7 @@ bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *o
     if (!optimal && work < limit && bp__now() < deadline) {
         memcpy(cand, b.best, (size_t)n * sizeof *cand);
         uint64_t lim = work + (limit - work) / 2;
-        int lr = bp__sched_local(&sg, &ev, cand, &work, lim);
+        int lr = bp__sched_local(&env->sg, &env->ev, cand, &work, lim);
         if (lr < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the local search", g->name); goto out; }
         if (lr > 0) {
             char const *ln = b.name;
@@ -680,13 +672,9 @@ bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *o
         info->picked = b.name;
     }
 out:
-    bp__sim_free(&sim);
-    bp__eval_free(&ev);
-    bp__free(a, cost, n1 * sizeof *cost);
     bp__free(a, cand, n1 * sizeof *cand);
     bp__free(a, win, n1 * sizeof *win);
     bp__free(a, prof, n1 * sizeof *prof);
     bp__free(a, bprof, n1 * sizeof *bprof);
-    bp__sgraph_free(&sg);
     return st;
 }

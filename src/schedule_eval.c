@@ -372,27 +372,9 @@ static void ev_hulls(bp__eval *ev, const int32_t *order)
     }
 }
 
-uint64_t bp__eval_profile(bp__eval *ev, const int32_t *order, uint64_t *mem)
-{
-    const bp__sgraph *sg = ev->sg;
-    int32_t n = sg->n;
-    ev_hulls(ev, order);
-    for (int32_t s = 0; s <= n; s++) ev->delta[s] = 0;
-    for (int32_t y = 0; y < sg->ns; y++) {
-        if (ev->par[y] != y || ev->sl[y] < 0) continue;
-        ev->delta[ev->sf[y]] += (int64_t)sg->ssize[y];
-        ev->delta[ev->sl[y] + 1] -= (int64_t)sg->ssize[y];
-    }
-    int64_t cur = 0, best = 0;
-    for (int32_t s = 0; s < n; s++) {
-        cur += ev->delta[s];
-        if (mem) mem[s] = (uint64_t)cur;
-        if (cur > best) best = cur;
-    }
-    return (uint64_t)best;
-}
-
-uint64_t bp__eval_peak(bp__eval *ev, const int32_t *order, int32_t *peak_step)
+/* Live bytes per step of `order` (into mem when not NULL); returns the peak
+ * and its first step (into *peak_step when not NULL). */
+static uint64_t ev_sweep(bp__eval *ev, const int32_t *order, uint64_t *mem, int32_t *peak_step)
 {
     const bp__sgraph *sg = ev->sg;
     int32_t n = sg->n;
@@ -407,10 +389,48 @@ uint64_t bp__eval_peak(bp__eval *ev, const int32_t *order, int32_t *peak_step)
     int32_t best_s = 0;
     for (int32_t s = 0; s < n; s++) {
         cur += ev->delta[s];
+        if (mem) mem[s] = (uint64_t)cur;
         if (cur > best) { best = cur; best_s = s; }
     }
     if (peak_step) *peak_step = best_s;
     return (uint64_t)best;
+}
+
+uint64_t bp__eval_profile(bp__eval *ev, const int32_t *order, uint64_t *mem)
+{
+    return ev_sweep(ev, order, mem, NULL);
+}
+
+uint64_t bp__eval_peak(bp__eval *ev, const int32_t *order, int32_t *peak_step)
+{
+    return ev_sweep(ev, order, NULL, peak_step);
+}
+
+/* ------------------------------------------------------------ driver env */
+
+bp_status bp__sched_env_init(bp__sched_env *e, const bp_graph *g, const bp_plan_options *o, bool with_sim,
+                             bp_error *err)
+{
+    memset(e, 0, sizeof *e);
+    bp_status st = bp__sgraph_build(g, o, &e->sg, err);
+    if (st) return st;
+    e->cost = bp__alloc(&g->alloc, (g->n_o + 1) * sizeof *e->cost);
+    if (!e->cost) st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", g->name);
+    if (!st) st = bp__eval_init(&e->ev, &e->sg, err);
+    if (!st && with_sim) st = bp__sim_init(&e->sim, &e->sg, err);
+    if (st) { bp__sched_env_free(e); return st; }
+    bp__op_costs(g, e->cost);
+    return BP_OK;
+}
+
+void bp__sched_env_free(bp__sched_env *e)
+{
+    const bp_graph *g = e->sg.g;
+    bp__sim_free(&e->sim);
+    bp__eval_free(&e->ev);
+    if (g) bp__free(&g->alloc, e->cost, (g->n_o + 1) * sizeof *e->cost);
+    bp__sgraph_free(&e->sg);
+    memset(e, 0, sizeof *e);
 }
 
 /* ------------------------------------------------------------ step model */

@@ -157,10 +157,25 @@ uint64_t bp__sched_portfolio(const bp__sgraph *sg, bp__eval *ev, const bp_plan_o
  * it improved the order, 0 if not, -1 when out of memory (order unchanged). */
 int bp__sched_local(const bp__sgraph *sg, bp__eval *ev, int32_t *order, uint64_t *work, uint64_t work_limit);
 
-/* best / optimal (schedule_best.c, schedule_optimal.c). */
-bp_status bp__sched_best(const bp_graph *g, const bp_plan_options *o, int32_t *order,
+/* What the drivers (bp_schedule_ex, best, optimal) set up before they
+ * schedule: the sgraph, its evaluator, optionally a step simulator, and the
+ * op costs (n_o + 1 entries).  Init frees what it made when it fails;
+ * free accepts a zeroed env. */
+typedef struct bp__sched_env {
+    bp__sgraph sg;
+    bp__eval ev;
+    bp__sim sim;
+    double *cost;
+} bp__sched_env;
+bp_status bp__sched_env_init(bp__sched_env *e, const bp_graph *g, const bp_plan_options *o, bool with_sim,
+                             bp_error *err);
+void bp__sched_env_free(bp__sched_env *e);
+
+/* best / optimal (schedule_best.c, schedule_optimal.c), over the driver's
+ * env (made with a simulator). */
+bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *order,
                          bp_schedule_info *info, bp_error *err);
-bp_status bp__sched_optimal(const bp_graph *g, const bp_plan_options *o, int32_t *order,
+bp_status bp__sched_optimal(bp__sched_env *env, const bp_plan_options *o, int32_t *order,
                             bp_schedule_info *info, bp_error *err);
 
 /* Budget (budget.c): repairs an order so that every step fits opts->budget

@@ -16,29 +16,21 @@
 
 #include <string.h>
 
-bp_status bp__sched_optimal(const bp_graph *g, const bp_plan_options *o, int32_t *order, bp_schedule_info *info,
+bp_status bp__sched_optimal(bp__sched_env *env, const bp_plan_options *o, int32_t *order, bp_schedule_info *info,
                             bp_error *err)
 {
+    const bp_graph *g = env->sg.g;
     const bp_allocator *a = &g->alloc;
     size_t n1 = g->n_o + 1;
     int32_t n = (int32_t)g->n_o;
-    bp__sgraph sg;
-    bp__eval ev;
-    bp__sim sim;
-    memset(&ev, 0, sizeof ev);
-    memset(&sim, 0, sizeof sim);
-    bp_status st = bp__sgraph_build(g, o, &sg, err);
-    if (st) return st;
-    double *cost = bp__alloc(a, n1 * sizeof *cost);
+    bp_status st = BP_OK;
     int32_t *all = bp__alloc(a, n1 * sizeof *all), *out = bp__alloc(a, n1 * sizeof *out);
-    if (!cost || !all || !out) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", g->name); goto done; }
-    if ((st = bp__eval_init(&ev, &sg, err)) || (st = bp__sim_init(&sim, &sg, err))) goto done;
-    bp__op_costs(g, cost);
+    if (!all || !out) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", g->name); goto done; }
     uint64_t work = 0;
     const char *nm = NULL;
-    uint64_t ub = bp__sched_portfolio(&sg, &ev, o, cost, order, &nm, &work, err);
+    uint64_t ub = bp__sched_portfolio(&env->sg, &env->ev, o, env->cost, order, &nm, &work, err);
     if (ub == UINT64_MAX) { st = err ? err->status : BP_ERR_INVALID; goto done; }
-    int proven = ub <= sg.lb;
+    int proven = ub <= env->sg.lb;
     uint64_t states = 0;
     if (!proven) {
         double tl = o->time_limit > 0 ? o->time_limit : 10.0;
@@ -48,27 +40,23 @@ bp_status bp__sched_optimal(const bp_graph *g, const bp_plan_options *o, int32_t
         if (cap < 256) cap = 256;
         for (int32_t i = 0; i < n; i++) all[i] = i;
         bp__dp_result r;
-        int ok = bp__sched_dp(&sg, &sim, all, n, ub, cap, &work, limit, out, &r);
+        int ok = bp__sched_dp(&env->sg, &env->sim, all, n, ub, cap, &work, limit, out, &r);
         states = r.states;
         if (ok < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the exact search", g->name); goto done; }
         if (ok == 1) {
-            uint64_t p = bp__eval_peak(&ev, out, NULL);
+            uint64_t p = bp__eval_peak(&env->ev, out, NULL);
             if (p < ub) { memcpy(order, out, (size_t)n * sizeof *order); ub = p; nm = "dp"; }
         }
-        proven = r.proven && sg.dp_exact;
+        proven = r.proven && env->sg.dp_exact;
     }
     if (info) {
         info->optimal = proven;
-        info->lower_bound = proven ? ub : sg.lb;
+        info->lower_bound = proven ? ub : env->sg.lb;
         info->states = states;
         info->picked = nm;
     }
 done:
-    bp__sim_free(&sim);
-    bp__eval_free(&ev);
-    bp__free(a, cost, n1 * sizeof *cost);
     bp__free(a, all, n1 * sizeof *all);
     bp__free(a, out, n1 * sizeof *out);
-    bp__sgraph_free(&sg);
     return st;
 }
