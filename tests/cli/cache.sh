@@ -2,12 +2,7 @@
 # bufplan plan --cache DIR: a miss plans and saves, a hit gives the same plan
 # file; a corrupt or truncated cache file is a warning and a re-plan (exit 0);
 # other options or shapes are other keys; concurrent plans share the cache.
-set -u
-CLI=${BP_CLI:?BP_CLI is not set}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/harness.bash"
 
 "$CLI" gen transformer --symbolic-seq --layers 2 -o "$tmp/t.json" || bad "gen"
 C="$tmp/cache"

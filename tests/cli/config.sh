@@ -2,12 +2,7 @@
 # bufplan config --show: defaults, presets, a config file, flags over the
 # file, every key round-trips through --show; unknown keys and wrong types
 # exit 2 naming the key; `bufplan plan --config/--preset` uses the settings.
-set -u
-CLI=${BP_CLI:?BP_CLI is not set}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/harness.bash"
 
 # get JSON KEY: a key of the JSON on stdin
 get() { python3 -c 'import json,sys; v=json.load(sys.stdin)[sys.argv[1]]; print(json.dumps(v))' "$1"; }

@@ -1,12 +1,7 @@
 #!/bin/bash
 # bufplan gen: every kind (and --training) writes a graph that parses as
 # JSON with the bufplan-graph fields; bad kinds and bad values exit 2.
-set -u
-CLI=${BP_CLI:?BP_CLI is not set}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/harness.bash"
 
 # check FILE KIND MIN_OPS: parses, has the format fields, every op input is
 # defined, and at least MIN_OPS ops.

@@ -2,12 +2,7 @@
 # bufplan report: every scheduler the build has x every assigner, in text,
 # CSV and JSON that agree with each other and with `bufplan plan` for the same
 # pair; --plot writes a well-formed SVG; bad usage exits 2.
-set -u
-CLI=${BP_CLI:?BP_CLI is not set}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/harness.bash"
 
 "$CLI" gen diamond --seed 4 -o "$tmp/d.json" || bad "gen diamond"
 "$CLI" report "$tmp/d.json" --time-limit 0.5 --format json -o "$tmp/r.json" --plot "$tmp/r.svg" || bad "report --format json exited $?"

@@ -3,12 +3,7 @@
 # 1 and 2 threads and fails (exit 1) on a plan with one lifetime cut short,
 # naming that tensor and the tensor placed over it; --history writes a log
 # that checks clean; bad options exit 2.
-set -u
-CLI=${BP_CLI:?BP_CLI is not set}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/harness.bash"
 
 "$CLI" gen randwire --layers 2 --nodes 16 --width 4 -o "$tmp/g.json" || { echo "gen failed"; exit 1; }
 

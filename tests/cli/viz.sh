@@ -4,12 +4,7 @@
 # peak and arena as the plan JSON (for both plans with --compare), shows the
 # history, survives hostile names, and its screenshot is not blank.  Bad usage
 # exits 2 without writing.  Without chromium the browser part prints SKIP.
-set -u
-CLI=${BP_CLI:?BP_CLI is not set}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/harness.bash"
 
 # expect FILE.json: the drawn-tensor count, lower bound and arena of a plan
 plan_facts() {
