@@ -112,6 +112,39 @@ bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err);
 /* Usable bytes of a live block (its rounded size), 0 if ptr is not one. */
 uint64_t bp_pool_block_bytes(bp_pool *p, const void *ptr);
 
+/* ------------------------------------------------ per-thread handles */
+
+/* A local handle: one thread's cache of freed blocks, in front of the pool
+ * (like a mimalloc heap or a jemalloc explicit tcache).  Make one per worker
+ * thread; a handle must not be used by two threads at once (handing it from
+ * one thread to another with proper synchronisation is fine).  Its hit path
+ * takes no lock, no atomic read-modify-write and no thread-local lookup:
+ *   - bp_pool_local_dealloc puts the block on the handle's stack for its
+ *     exact rounded size; bp_pool_local_alloc of that size pops it again.
+ *   - A miss is served from the pool's class lists like bp_pool_alloc; when
+ *     they have nothing that fits, the handle returns its own cache first,
+ *     so cached blocks never make the pool grow for their owner.
+ * Any live block of the pool may be freed through any handle or through
+ * bp_pool_dealloc, and the other way round (cross-thread frees are fine).  A
+ * double free through a handle is detected when the two frees are ordered
+ * (the same thread, or synchronised threads); two threads freeing the same
+ * block at the same moment is a bug in the caller that is not detected.
+ * The cache holds at most cache_bytes (0 = max(8 MiB, a quarter of the
+ * pool's reserved bytes)).  When another thread grows, compacts or trims the
+ * pool, the handle returns its cache at its next call (a handle that makes
+ * no more calls keeps it: free or flush handles of idle threads).  Free every
+ * handle before the pool; bp_pool_free frees the ones left. */
+typedef struct bp_pool_local bp_pool_local;
+
+bp_status bp_pool_local_new(bp_pool *p, uint64_t cache_bytes, bp_pool_local **out, bp_error *err);
+/* Returns the cache to the pool and frees the handle.  NULL is a no-op. */
+void bp_pool_local_free(bp_pool_local *l);
+/* As bp_pool_alloc / bp_pool_dealloc, through the handle's cache. */
+bp_status bp_pool_local_alloc(bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err);
+bp_status bp_pool_local_dealloc(bp_pool_local *l, void *ptr, bp_error *err);
+/* Returns every cached block to the pool's lists (the owner thread). */
+void bp_pool_local_flush(bp_pool_local *l);
+
 /* Merges adjacent free blocks now (what compact_interval does periodically). */
 void bp_pool_compact(bp_pool *p);
 /* Merges, then returns pieces that are entirely free to the backend.
@@ -139,10 +172,11 @@ typedef struct bp_pool_stats {
     uint64_t meta_bytes;            /* host memory for the pool's own metadata */
     uint64_t class_free_bytes[BP_POOL_N_CLASSES];  /* free bytes by owning class */
     uint64_t class_allocs[BP_POOL_N_CLASSES];      /* allocations served from each class's free lists */
-    uint64_t cached_bytes;          /* freed blocks held in other threads' caches (counted in
-                                       neither in_use_bytes nor free_bytes; the calling thread's
-                                       cache is returned before the snapshot) */
-    uint64_t cache_hits;            /* allocations served from a thread cache */
+    uint64_t cached_bytes;          /* freed blocks held in local handles (counted in neither
+                                       in_use_bytes nor free_bytes; the plain API's per-thread
+                                       caches are returned before the snapshot) */
+    uint64_t cache_hits;            /* allocations served from a thread cache or a local handle */
+    uint64_t n_locals;              /* live local handles (bp_pool_local_new) */
 } bp_pool_stats;
 
 /* A consistent snapshot (briefly takes every lock). */

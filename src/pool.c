@@ -17,10 +17,12 @@
  * exact fit stops the scan; lists are LIFO so the common case is the head),
  * and splits off the rest, which stays in the same class.  When the class has nothing that fits,
  * it borrows from the next larger class that does; the piece keeps the home
- * of the class it came from and returns there when freed.  Merging (adjacent
- * free blocks of the same home) runs every compact_interval deallocs and
- * before the pool would grow, so borrowed pieces heal back into the large
- * blocks they were cut from.  Returning a borrowed piece to the class it
+ * of the class it came from and returns there when freed.  A block that
+ * reaches its home's list merges at once with free neighbours of the same
+ * home (a chunk has one home, so one class lock covers them); a full merge
+ * pass also runs every compact_interval deallocs and before the pool would
+ * grow, so borrowed pieces heal back into the large blocks they were cut
+ * from.  Returning a borrowed piece to the class it
  * *served* (the seed's bug, bp__pool_set_seed_bug) strands it where it can
  * never merge back, and the large classes erode until the pool must grow.
  *
@@ -41,6 +43,16 @@
  * compact, trim, statistics) every cache goes back to the lists, so cached
  * blocks never make the pool grow; a thread's exit returns its cache too.
  * Lock order: global, magazines, classes.
+ *
+ * Local handles (bp_pool_local): an explicit per-thread cache with no lock.
+ * Exact-size bins (a small hash table) hold stacks linked through the
+ * descriptors; a hit is a pop or a push plus relaxed loads/stores of the
+ * block's state.  Dealloc finds the descriptor through a direct-mapped table
+ * of the handle's own recent allocations (validated: the descriptor must
+ * still start at the address), else a region -> chunk table and the page
+ * map.  A miss goes to the class lists, then cuts a cached block, then
+ * returns the whole cache before the pool merges or grows.  Other threads
+ * never touch a handle: they set its flush flag, honoured at its next call.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
@@ -74,11 +86,15 @@ enum { BLK_DEAD = 0, BLK_FREE, BLK_USED, BLK_GOING, BLK_CACHED };
 typedef struct pchunk pchunk;
 
 typedef struct pblk {
-    uintptr_t addr;
+    _Atomic uintptr_t addr;           /* atomic: a local handle may read a stale descriptor's (BADDR) */
     uint64_t size;
     pchunk *chunk;
     uint32_t prev_phys, next_phys;    /* neighbours in the chunk (0 = none) */
-    uint32_t prev_free, next_free;    /* free list of the home class */
+    union {
+        struct { uint32_t prev_free, next_free; }; /* free list of the home class (FREE) */
+        struct pblk *lnext;           /* a local handle's stack (CACHED in a bp_pool_local) */
+    };
+    uint32_t id;                      /* its own descriptor number */
     uint8_t home;                     /* class whose memory this is */
     uint8_t served;                   /* class of the request it serves */
     atomic_uchar state;
@@ -111,6 +127,7 @@ typedef struct pcls {
     uint64_t n_deallocs;              /* blocks returned to this class */
     uint64_t n_allocs;                /* blocks taken from this class's memory */
     uint64_t lent;                    /* of those, for a smaller class (borrowed) */
+    uint64_t merges;                  /* blocks merged away when freed (immediate coalescing) */
 } pcls;
 
 /* One thread's cache of freed blocks, found through the pool's pthread key.
@@ -158,7 +175,9 @@ struct bp_pool {
     pthread_key_t key;
     int has_key;
     pmag *mags;                       /* under the global lock */
-    uint64_t mag_hits, mag_puts;      /* of magazines already gone */
+    uint64_t mag_hits, mag_puts;      /* of magazines and local handles already gone */
+    bp_pool_local *locals;            /* live local handles (global lock) */
+    atomic_uint_fast64_t reserved_hint; /* = reserved, readable without the lock */
     /* arena */
     void *arena_raw;
     uint64_t arena_bytes, arena_reserved;
@@ -220,6 +239,8 @@ static void pool_unlock_all(bp_pool *p)
 
 /* ------------------------------------------------------------ descriptors */
 
+#define BADDR(b) atomic_load_explicit(&(b)->addr, memory_order_relaxed)
+
 static inline pblk *D(const bp_pool *p, uint32_t i) { return &p->slabs[i >> DESC_SHIFT][i & (DESC_SLAB - 1)]; }
 
 /* Moves up to SPARE_BATCH descriptors to k's spare list (k locked). */
@@ -240,6 +261,7 @@ static void pool_desc_refill(bp_pool *p, pcls *k)
             }
             i = p->desc_next++;
         }
+        D(p, i)->id = i;
         D(p, i)->next_free = k->spare;
         k->spare = i;
         k->n_spare++;
@@ -263,7 +285,7 @@ static void pool_desc_put(bp_pool *p, pcls *k, uint32_t i)
 {
     pblk *b = D(p, i);
     atomic_store_explicit(&b->state, BLK_DEAD, memory_order_relaxed);
-    b->addr = 0;
+    atomic_store_explicit(&b->addr, 0, memory_order_relaxed);
     b->chunk = NULL;
     if (k->n_spare < SPARE_MAX) {
         b->next_free = k->spare;
@@ -353,15 +375,51 @@ static uint32_t pool_fit(const bp_pool *p, const pcls *k, uint64_t sz)
 /* Takes block i off k's list (k locked, k = its home) for a request of sz
  * from class `served`; the remainder stays free on the same list.  Without a
  * spare descriptor the whole block is handed out (never a failure). */
-static void pool_take(bp_pool *p, pcls *k, uint32_t i, uint64_t sz, int served)
+/* Immediate coalescing: block i (off every list, about to be pushed on k,
+ * its home, locked) absorbs the free neighbours after and before it (a chunk
+ * has one home, so k's lock covers them).  Returns the block to push: i, or
+ * its free predecessor that absorbed it. */
+static uint32_t pool_coalesce(bp_pool *p, pcls *k, uint32_t i)
 {
     pblk *b = D(p, i);
-    pool_unlink(p, k, i);
+    uint32_t ni = b->next_phys;
+    if (ni && atomic_load_explicit(&D(p, ni)->state, memory_order_acquire) == BLK_FREE && D(p, ni)->home == b->home) {
+        pblk *n = D(p, ni);
+        pool_unlink(p, k, ni);
+        b->size += n->size;
+        b->next_phys = n->next_phys;
+        if (n->next_phys) D(p, n->next_phys)->prev_phys = i;
+        pool_map_set(p, b->chunk, BADDR(n), 0);
+        pool_desc_put(p, k, ni);
+        k->merges++;
+    }
+    uint32_t pi = b->prev_phys;
+    if (pi && atomic_load_explicit(&D(p, pi)->state, memory_order_acquire) == BLK_FREE && D(p, pi)->home == b->home) {
+        pblk *q = D(p, pi);
+        pool_unlink(p, k, pi);
+        q->size += b->size;
+        q->next_phys = b->next_phys;
+        if (b->next_phys) D(p, b->next_phys)->prev_phys = pi;
+        pool_map_set(p, b->chunk, BADDR(b), 0);
+        pool_desc_put(p, k, i);
+        k->merges++;
+        return pi;
+    }
+    return i;
+}
+
+/* Cuts block i (off every list, k = its home, locked) to sz bytes; the rest
+ * becomes a free block on k's list.  Returns the bytes split off (0 when
+ * there is no rest, or no spare descriptor: then the whole block is used). */
+static uint64_t pool_split(bp_pool *p, pcls *k, uint32_t i, uint64_t sz)
+{
+    pblk *b = D(p, i);
+    uint64_t rest = 0;
     if (b->size > sz) {
         uint32_t r = pool_desc_get(p, k);
         if (r) {
             pblk *rb = D(p, r);
-            rb->addr = b->addr + sz;
+            atomic_store_explicit(&rb->addr, BADDR(b) + sz, memory_order_relaxed);
             rb->size = b->size - sz;
             rb->chunk = b->chunk;
             rb->home = b->home;
@@ -371,10 +429,19 @@ static void pool_take(bp_pool *p, pcls *k, uint32_t i, uint64_t sz, int served)
             if (b->next_phys) D(p, b->next_phys)->prev_phys = r;
             b->next_phys = r;
             b->size = sz;
-            pool_map_set(p, rb->chunk, rb->addr, r);
+            pool_map_set(p, rb->chunk, BADDR(rb), r);
             pool_push(p, k, r);
+            rest = rb->size;
         }
     }
+    return rest;
+}
+
+static void pool_take(bp_pool *p, pcls *k, uint32_t i, uint64_t sz, int served)
+{
+    pblk *b = D(p, i);
+    pool_unlink(p, k, i);
+    pool_split(p, k, i, sz);
     b->served = (uint8_t)served;
     k->n_allocs++;
     k->lent += served != b->home;
@@ -402,7 +469,7 @@ static void pool_list_put(bp_pool *p, uint32_t i)
     uint64_t size = b->size;
     pcls *K = &p->cls[b->home];
     pool_spin_lock(&K->lock);
-    pool_push(p, K, i);
+    pool_push(p, K, pool_coalesce(p, K, i));
     pool_spin_unlock(&K->lock);
     atomic_fetch_sub_explicit(&p->in_use, size, memory_order_relaxed);
 }
@@ -497,6 +564,51 @@ static uint64_t pool_cached_bytes(bp_pool *p)
     return n;
 }
 
+/* ----------------------------------------------------- local handles */
+
+/* A bp_pool_local is one thread's cache of freed blocks, with no lock: only
+ * its owner touches its bins.  Bins are keyed by exact rounded size in a
+ * small open-addressed table (LOC_PROBE slots from the size's hash); each bin
+ * is a singly linked stack through the descriptors (pblk.lnext) of CACHED
+ * blocks.  Other threads never take blocks out of it: they set flush_req and
+ * the owner returns its cache at its next call. */
+#define LOC_BITS 8
+#define LOC_SLOTS (1u << LOC_BITS)
+#define LOC_PROBE 4u
+#define LOC_MRU 256                    /* entries of the region -> chunk table (sets of two) */
+#define LOC_REGION_SHIFT 16            /* 64 KiB: the smallest chunk */
+#define LOC_MIN_CAP (8u << 20)         /* a local may always cache this much */
+#define LOC_ABITS 10                   /* address -> descriptor table of recent allocations */
+
+typedef struct lbin { uint64_t size; pblk *head; } lbin;
+typedef struct lent { uintptr_t a; pblk *b; } lent; /* a block this handle handed out */
+typedef struct lmru { uintptr_t region, lo; uint64_t len; atomic_uint *map; } lmru; /* region -> chunk: start, usable, page map */
+
+struct bp_pool_local {
+    bp_pool *pool;
+    uint64_t quantum;
+    unsigned qshift;
+    uint64_t max_req;                 /* requests of 1..max_req bytes take the fast path */
+    uint64_t bytes;                   /* cached (owner only) */
+    uint64_t cap;                     /* bound on bytes; 0 = max(LOC_MIN_CAP, reserved / 4) */
+    const pindex *ix;                 /* the chunk index the MRU entries come from */
+    lmru mru[LOC_MRU];                /* 64 KiB region -> the chunks in it (2-way sets) */
+    bp_pool_local *next, *prev;       /* the pool's list (global lock) */
+    _Alignas(64) atomic_int flush_req; /* set by other threads: return the cache */
+    atomic_uint_fast64_t cached, hits, puts; /* written by the owner, read by statistics */
+    uint64_t full[LOC_SLOTS / 64];    /* bit j: bin j's stack is not empty */
+    _Alignas(64) lbin bin[LOC_SLOTS];
+    lent atab[1u << LOC_ABITS];       /* direct-mapped by address; entries may be stale */
+};
+
+/* Asks every local handle to return its cache at its next call (global lock held). */
+static void pool_locals_request_flush(bp_pool *p)
+{
+    for (bp_pool_local *l = p->locals; l; l = l->next)
+        if (atomic_load_explicit(&l->cached, memory_order_relaxed))
+            atomic_store_explicit(&l->flush_req, 1, memory_order_relaxed);
+}
+
 /* ---------------------------------------------------------------- merging */
 
 /* Merges every free block with the free blocks after it of the same home.
@@ -522,7 +634,7 @@ static void pool_merge_locked(bp_pool *p)
                 b->size += n->size;
                 b->next_phys = n->next_phys;
                 if (n->next_phys) D(p, n->next_phys)->prev_phys = i;
-                pool_map_set(p, ch, n->addr, 0);
+                pool_map_set(p, ch, BADDR(n), 0);
                 pool_desc_put(p, K, ni);
                 p->merges++;
             }
@@ -536,6 +648,7 @@ void bp_pool_compact(bp_pool *p)
     if (!p) return;
     pthread_mutex_lock(&p->global);
     pool_mag_flush_all(p);
+    pool_locals_request_flush(p);
     pool_lock_all(p);
     pool_merge_locked(p);
     pool_unlock_all(p);
@@ -678,8 +791,12 @@ static uint32_t pool_grow(bp_pool *p, int c, uint64_t bytes, bp_status *why)
     p->reserved += total;
     p->usable += usable;
     if (p->reserved > p->peak_reserved) p->peak_reserved = p->reserved;
+    atomic_store_explicit(&p->reserved_hint, p->reserved, memory_order_relaxed);
+    /* every local handle returns its cache at its next call: memory cached
+     * by one thread should not make another grow twice */
+    pool_locals_request_flush(p);
     pblk *b = D(p, i);
-    b->addr = start;
+    atomic_store_explicit(&b->addr, start, memory_order_relaxed);
     b->size = usable;
     b->chunk = ch;
     b->home = b->served = (uint8_t)c;
@@ -807,8 +924,29 @@ static bp_status pool_alloc_slow(bp_pool *p, uint64_t bytes, uint64_t sz, int c,
     }
     pthread_mutex_unlock(&p->global);
     pool_account_alloc(p, D(p, i)->size);
-    *ptr = (void *)D(p, i)->addr;
+    *ptr = (void *)BADDR(D(p, i));
     return BP_OK;
+}
+
+/* Own class, then larger ones (borrowing), one class lock at a time; the
+ * block is USED and counted in use.  0 when no list has a fit. */
+static uint32_t pool_alloc_lists(bp_pool *p, uint64_t sz, int c)
+{
+    unsigned mask = atomic_load_explicit(&p->nonempty, memory_order_relaxed) >> c;
+    for (int k = c; mask; k++, mask >>= 1) {
+        if (!(mask & 1)) continue;
+        pcls *K = &p->cls[k];
+        pool_spin_lock(&K->lock);
+        uint32_t i = K->bins ? pool_fit(p, K, sz) : 0;
+        if (i) {
+            pool_take(p, K, i, sz, c);
+            pool_spin_unlock(&K->lock);
+            pool_account_alloc(p, D(p, i)->size);
+            return i;
+        }
+        pool_spin_unlock(&K->lock);
+    }
+    return 0;
 }
 
 bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err)
@@ -836,27 +974,15 @@ bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err)
             mag_inc(&m->hits);
             atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
             pool_spin_unlock(&m->lock);
-            *ptr = (void *)b->addr;
+            *ptr = (void *)BADDR(b);
             return BP_OK;
         }
         pool_spin_unlock(&m->lock);
     }
-    /* own class, then larger ones (borrowing), one class lock at a time */
-    unsigned mask = atomic_load_explicit(&p->nonempty, memory_order_relaxed) >> c;
-    for (int k = c; mask; k++, mask >>= 1) {
-        if (!(mask & 1)) continue;
-        pcls *K = &p->cls[k];
-        pool_spin_lock(&K->lock);
-        uint32_t i = K->bins ? pool_fit(p, K, sz) : 0;
-        if (i) {
-            pool_take(p, K, i, sz, c);
-            pool_spin_unlock(&K->lock);
-            pblk *b = D(p, i);
-            pool_account_alloc(p, b->size);
-            *ptr = (void *)b->addr;
-            return BP_OK;
-        }
-        pool_spin_unlock(&K->lock);
+    uint32_t i = pool_alloc_lists(p, sz, c);
+    if (i) {
+        *ptr = (void *)BADDR(D(p, i));
+        return BP_OK;
     }
     return pool_alloc_slow(p, bytes, sz, c, ptr, err);
 }
@@ -868,7 +994,23 @@ static uint32_t pool_lookup(const bp_pool *p, const void *ptr)
     pchunk *c = pool_find_chunk(p, a);
     if (!c || ((a - c->start) & (p->quantum - 1))) return 0;
     uint32_t i = atomic_load_explicit(&c->map[(a - c->start) >> p->qshift], memory_order_relaxed);
-    return i && D(p, i)->addr == a ? i : 0;
+    return i && BADDR(D(p, i)) == a ? i : 0;
+}
+
+/* Block i (GOING, off every list) goes to the free list of `home`. */
+static void pool_free_to_list(bp_pool *p, uint32_t i, int home, uint64_t size)
+{
+    pcls *K = &p->cls[home];
+    pool_spin_lock(&K->lock);
+    pool_push(p, K, pool_coalesce(p, K, i));
+    K->n_deallocs++;
+    pool_spin_unlock(&K->lock);
+    atomic_fetch_sub_explicit(&p->in_use, size, memory_order_relaxed);
+    if (p->compact_interval &&
+        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed) + 1 >= p->compact_interval)
+        pool_maybe_compact(p);
+    else if (!p->compact_interval)
+        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed);
 }
 
 bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err)
@@ -908,17 +1050,7 @@ bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err)
         }
         pool_spin_unlock(&m->lock);
     }
-    pcls *K = &p->cls[home];
-    pool_spin_lock(&K->lock);
-    pool_push(p, K, i);
-    K->n_deallocs++;
-    pool_spin_unlock(&K->lock);
-    atomic_fetch_sub_explicit(&p->in_use, size, memory_order_relaxed);
-    if (p->compact_interval &&
-        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed) + 1 >= p->compact_interval)
-        pool_maybe_compact(p);
-    else if (!p->compact_interval)
-        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed);
+    pool_free_to_list(p, i, home, size);
     return BP_OK;
 }
 
@@ -928,6 +1060,336 @@ uint64_t bp_pool_block_bytes(bp_pool *p, const void *ptr)
     uint32_t i = pool_lookup(p, ptr);
     if (!i || atomic_load_explicit(&D(p, i)->state, memory_order_acquire) != BLK_USED) return 0;
     return D(p, i)->size;
+}
+
+/* ------------------------------------------------- local handles: calls */
+
+static inline void loc_set(atomic_uint_fast64_t *a, uint64_t v) { atomic_store_explicit(a, v, memory_order_relaxed); }
+static inline void loc_inc(atomic_uint_fast64_t *a) { loc_set(a, atomic_load_explicit(a, memory_order_relaxed) + 1); }
+
+static inline unsigned loc_hash(const bp_pool_local *l, uint64_t sz)
+{
+    return (unsigned)(((sz >> l->qshift) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - LOC_BITS));
+}
+
+/* Returns every cached block to its home's list (the owner's thread). */
+static __attribute__((noinline)) void local_flush(bp_pool_local *l)
+{
+    bp_pool *p = l->pool;
+    atomic_store_explicit(&l->flush_req, 0, memory_order_relaxed);
+    if (!l->bytes) return;
+    uint64_t n = 0;
+    for (unsigned w = 0; w < LOC_SLOTS / 64; w++) {
+        for (uint64_t m = l->full[w]; m; m &= m - 1) {
+            lbin *e = &l->bin[w * 64 + (unsigned)__builtin_ctzll(m)];
+            for (pblk *b = e->head; b;) {
+                pblk *next = b->lnext;
+                pool_list_put(p, b->id);
+                b = next;
+                n++;
+            }
+            e->head = NULL;
+        }
+        l->full[w] = 0;
+    }
+    /* sizes stay in their slots (the table fills only with sizes in use)
+     * unless it is getting full */
+    if (n) memset(l->bin, 0, sizeof l->bin);
+    l->bytes = 0;
+    loc_set(&l->cached, 0);
+    /* they count towards the next merge pass now */
+    atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed);
+}
+
+void bp_pool_local_flush(bp_pool_local *l)
+{
+    if (l) local_flush(l);
+}
+
+bp_status bp_pool_local_new(bp_pool *p, uint64_t cache_bytes, bp_pool_local **out, bp_error *err)
+{
+    if (!out) return bp__err(err, BP_ERR_USAGE, "pool: new local handle: NULL output");
+    *out = NULL;
+    if (!p) return bp__err(err, BP_ERR_USAGE, "pool: new local handle: NULL pool");
+    bp_pool_local *l = bp__calloc(&p->alloc, 1, sizeof *l);
+    if (!l) return bp__err(err, BP_ERR_NOMEM, "pool: out of memory for a local handle (%zu bytes)", sizeof *l);
+    l->pool = p;
+    l->quantum = p->quantum;
+    l->qshift = p->qshift;
+    l->max_req = UINT64_MAX - p->quantum;
+    l->cap = cache_bytes;
+    atomic_init(&l->flush_req, 0);
+    atomic_init(&l->cached, 0);
+    atomic_init(&l->hits, 0);
+    atomic_init(&l->puts, 0);
+    pthread_mutex_lock(&p->global);
+    l->next = p->locals;
+    if (p->locals) p->locals->prev = l;
+    p->locals = l;
+    p->meta_bytes += sizeof *l;
+    pthread_mutex_unlock(&p->global);
+    *out = l;
+    return BP_OK;
+}
+
+/* Unlinks l and folds its counters into the pool's (global lock held). */
+static void local_unlink(bp_pool *p, bp_pool_local *l)
+{
+    p->mag_hits += atomic_load_explicit(&l->hits, memory_order_relaxed);
+    p->mag_puts += atomic_load_explicit(&l->puts, memory_order_relaxed);
+    if (l->prev) l->prev->next = l->next;
+    else p->locals = l->next;
+    if (l->next) l->next->prev = l->prev;
+    p->meta_bytes -= sizeof *l;
+}
+
+void bp_pool_local_free(bp_pool_local *l)
+{
+    if (!l) return;
+    bp_pool *p = l->pool;
+    local_flush(l);
+    pthread_mutex_lock(&p->global);
+    local_unlink(p, l);
+    pthread_mutex_unlock(&p->global);
+    bp__free(&p->alloc, l, sizeof *l);
+}
+
+/* The descriptor of the block that starts at a, or 0.  The chunk comes from
+ * a small 2-way table keyed by the address's 64 KiB region (valid
+ * while the pool's chunk index is the snapshot it was filled from), else
+ * from a binary search of the index, which fills the entry. */
+static __attribute__((noinline)) const lmru *local_region_miss(bp_pool_local *l, uintptr_t a, const pindex *ix)
+{
+    if (ix != l->ix) {
+        l->ix = ix;
+        memset(l->mru, 0, sizeof l->mru);
+    }
+    pchunk *c = pool_find_chunk(l->pool, a);
+    if (!c) return NULL;
+    /* a region overlaps at most two chunks (chunks are at least as large as
+     * a region): a set of two, the older entry makes room */
+    lmru *e = &l->mru[((a >> LOC_REGION_SHIFT) & (LOC_MRU / 2 - 1)) * 2];
+    e[1] = e[0];
+    e->region = a >> LOC_REGION_SHIFT;
+    e->lo = c->start;
+    e->len = c->usable;
+    e->map = c->map;
+    return e;
+}
+
+static inline unsigned loc_ahash(const bp_pool_local *l, uintptr_t a)
+{
+    return (unsigned)((((uint64_t)a >> l->qshift) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - LOC_ABITS));
+}
+
+/* The block at a: first the address table of this handle's own
+ * allocations.  An entry may be stale (the block was freed elsewhere and its
+ * descriptor reused), so it counts only if the descriptor still starts at
+ * a: while the caller's block lives at a, no other descriptor can. */
+static uint32_t local_lookup(bp_pool_local *l, uintptr_t a);
+static inline pblk *local_find(bp_pool_local *l, uintptr_t a)
+{
+    const lent *t = &l->atab[loc_ahash(l, a)];
+    if (__builtin_expect(t->a == a && BADDR(t->b) == a, 1)) return t->b;
+    uint32_t i = local_lookup(l, a);
+    return i ? D(l->pool, i) : NULL;
+}
+
+static __attribute__((noinline)) uint32_t local_lookup(bp_pool_local *l, uintptr_t a)
+{
+    const pindex *ix = atomic_load_explicit(&l->pool->index, memory_order_acquire);
+    uintptr_t r = a >> LOC_REGION_SHIFT;
+    const lmru *e = &l->mru[(r & (LOC_MRU / 2 - 1)) * 2];
+    if (__builtin_expect(ix != l->ix, 0)) e = local_region_miss(l, a, ix);
+    else if (e->region != r || a - e->lo >= e->len) {
+        e++;
+        if (__builtin_expect(e->region != r || a - e->lo >= e->len, 0)) e = local_region_miss(l, a, ix);
+    }
+    if (!e) return 0;
+    uint64_t off = a - e->lo;
+    if (off & (l->quantum - 1)) return 0;
+    uint32_t i = atomic_load_explicit(&e->map[off >> l->qshift], memory_order_relaxed);
+    return i && BADDR(D(l->pool, i)) == a ? i : 0;
+}
+
+/* A miss that the lists cannot serve: the smallest cached block larger than
+ * sz is cut to sz (the rest goes to its home's list), which is cheaper than
+ * returning the whole cache and merging.  0 when there is none. */
+static uint32_t local_split_cached(bp_pool_local *l, uint64_t sz, int c)
+{
+    bp_pool *p = l->pool;
+    lbin *best = NULL;
+    for (unsigned w = 0; w < LOC_SLOTS / 64; w++)
+        for (uint64_t m = l->full[w]; m; m &= m - 1) {
+            lbin *e = &l->bin[w * 64 + (unsigned)__builtin_ctzll(m)];
+            if (e->size > sz && (!best || e->size < best->size)) best = e;
+        }
+    if (!best) return 0;
+    pblk *b = best->head;
+    if (!(best->head = b->lnext)) {
+        unsigned j = (unsigned)(best - l->bin);
+        l->full[j / 64] &= ~(UINT64_C(1) << (j % 64));
+    }
+    l->bytes -= b->size;
+    loc_set(&l->cached, l->bytes);
+    pcls *K = &p->cls[b->home];
+    pool_spin_lock(&K->lock);
+    uint64_t rest = pool_split(p, K, b->id, sz);
+    b->served = (uint8_t)c;
+    K->n_allocs++;
+    K->lent += c != b->home;
+    pool_spin_unlock(&K->lock);
+    /* it was counted in use while cached; the rest is free now */
+    if (rest) atomic_fetch_sub_explicit(&p->in_use, rest, memory_order_relaxed);
+    atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
+    return b->id;
+}
+
+static __attribute__((noinline)) bp_status local_alloc_slow(bp_pool_local *l, uint64_t bytes, void **ptr,
+                                                            bp_error *err)
+{
+    if (!ptr || !l) {
+        if (ptr) *ptr = NULL;
+        return bp__err(err, BP_ERR_USAGE, "pool: local alloc: NULL %s", ptr ? "handle" : "output pointer");
+    }
+    *ptr = NULL;
+    bp_pool *p = l->pool;
+    if (atomic_load_explicit(&l->flush_req, memory_order_relaxed)) {
+        local_flush(l);
+        if (bytes && bytes <= UINT64_MAX - p->quantum) return bp_pool_local_alloc(l, bytes, ptr, err);
+    }
+    uint64_t req = bytes ? bytes : 1;
+    if (req > UINT64_MAX - p->quantum) {
+        atomic_fetch_add_explicit(&p->failures, 1, memory_order_relaxed);
+        return bp__err(err, BP_ERR_EXHAUSTED, "pool (%s): cannot allocate %" PRIu64 " bytes: larger than any pool",
+                       p->be.name ? p->be.name : "backend", bytes);
+    }
+    uint64_t sz = (req + p->quantum - 1) & ~(p->quantum - 1);
+    if (!bytes) {
+        /* 0 counts as 1: the cache may have it */
+        bp_status s = bp_pool_local_alloc(l, sz, ptr, err);
+        return s;
+    }
+    int c = pool_class(sz);
+    uint32_t i = pool_alloc_lists(p, sz, c);
+    if (!i && l->bytes) i = local_split_cached(l, sz, c);
+    if (!i && l->bytes) {
+        /* before the pool merges or grows, this thread's cache goes back */
+        local_flush(l);
+        i = pool_alloc_lists(p, sz, c);
+    }
+    if (!i) {
+        bp_status s = pool_alloc_slow(p, bytes, sz, c, ptr, err);
+        if (s) return s;
+        i = local_lookup(l, (uintptr_t)*ptr);
+    }
+    uintptr_t a = BADDR(D(p, i));
+    lent *t = &l->atab[loc_ahash(l, a)];
+    t->a = a;
+    t->b = D(p, i);
+    *ptr = (void *)a;
+    return BP_OK;
+}
+
+bp_status bp_pool_local_alloc(bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err)
+{
+    /* the hit path: an exact-size bin of this handle, no lock, no atomic
+     * read-modify-write; everything else (NULL arguments, 0 bytes, a flush
+     * request, a miss) is local_alloc_slow */
+    if (__builtin_expect(!ptr || !l || bytes - 1 >= l->max_req || atomic_load_explicit(&l->flush_req,
+                                                                   memory_order_relaxed), 0))
+        return local_alloc_slow(l, bytes, ptr, err);
+    uint64_t sz = (bytes + l->quantum - 1) & ~(l->quantum - 1);
+    unsigned h = loc_hash(l, sz);
+    for (unsigned k = 0; k < LOC_PROBE; k++) {
+        lbin *e = &l->bin[(h + k) & (LOC_SLOTS - 1)];
+        if (e->size == sz) {
+            pblk *b = e->head;
+            if (!b) break;
+            if (!(e->head = b->lnext)) {
+                unsigned j = (unsigned)(e - l->bin);
+                l->full[j / 64] &= ~(UINT64_C(1) << (j % 64));
+            }
+            l->bytes -= sz;
+            loc_set(&l->cached, l->bytes);
+            loc_inc(&l->hits);
+            atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
+            uintptr_t a = BADDR(b);
+            lent *t = &l->atab[loc_ahash(l, a)];
+            t->a = a;
+            t->b = b;
+            *ptr = (void *)a;
+            return BP_OK;
+        }
+        if (!e->size) break;
+    }
+    return local_alloc_slow(l, bytes, ptr, err);
+}
+
+/* Not the common case: a NULL handle, a flush request, a bad pointer, a full
+ * cache.  st: the block's state as the fast path read it (0 when no block). */
+static __attribute__((noinline)) bp_status local_dealloc_slow(bp_pool_local *l, void *ptr, uint32_t i, bp_error *err)
+{
+    if (!l) return bp__err(err, BP_ERR_USAGE, "pool: local dealloc: NULL handle");
+    bp_pool *p = l->pool;
+    pblk *b = i ? D(p, i) : NULL;
+    unsigned char st = BLK_USED;
+    if (!b || !atomic_compare_exchange_strong_explicit(&b->state, &st, BLK_GOING, memory_order_acq_rel,
+                                                       memory_order_relaxed))
+        return bp__err(err, BP_ERR_USAGE, "pool: dealloc of %p: not a live block of this pool "
+                                          "(double free, interior or foreign pointer)", ptr);
+    if (atomic_load_explicit(&l->flush_req, memory_order_relaxed)) {
+        local_flush(l);
+        atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
+        return bp_pool_local_dealloc(l, ptr, err);
+    }
+    /* cache full (or no bin): to the home list like a plain dealloc */
+    int home = b->home;
+    if (p->seed_bug) b->home = (uint8_t)(home = b->served);
+    pool_free_to_list(p, i, home, b->size);
+    return BP_OK;
+}
+
+bp_status bp_pool_local_dealloc(bp_pool_local *l, void *ptr, bp_error *err)
+{
+    if (!ptr) return BP_OK;
+    if (__builtin_expect(!l || atomic_load_explicit(&l->flush_req, memory_order_relaxed), 0))
+        return local_dealloc_slow(l, ptr, l ? local_lookup(l, (uintptr_t)ptr) : 0, err);
+    pblk *b = local_find(l, (uintptr_t)ptr);
+    /* the owner frees its block: no other thread changes its state now, so a
+     * plain load is enough to catch a double free from this thread */
+    if (__builtin_expect(!b || atomic_load_explicit(&b->state, memory_order_relaxed) != BLK_USED, 0))
+        return local_dealloc_slow(l, ptr, 0, err);
+    uint64_t size = b->size;
+    uint64_t cap = l->cap;
+    if (!cap) {
+        cap = atomic_load_explicit(&l->pool->reserved_hint, memory_order_relaxed) / 4;
+        if (cap < LOC_MIN_CAP) cap = LOC_MIN_CAP;
+    }
+    if (l->bytes + size > cap) return local_dealloc_slow(l, ptr, b->id, err);
+    unsigned h = loc_hash(l, size);
+    lbin *spot = NULL;
+    for (unsigned k = 0; k < LOC_PROBE; k++) {
+        lbin *e = &l->bin[(h + k) & (LOC_SLOTS - 1)];
+        if (e->size == size) { spot = e; break; }
+        if (!spot && !e->head) spot = e;  /* unused or empty: may take this size */
+        if (!e->size) break;
+    }
+    if (!spot) return local_dealloc_slow(l, ptr, b->id, err);
+    /* an empty slot of another size takes this size: the loop saw no slot of
+     * this size before the first never-used one, and a size is only ever
+     * placed there, so it stays unique in its window */
+    spot->size = size;
+    if (__builtin_expect(l->pool->seed_bug, 0)) b->home = b->served;
+    atomic_store_explicit(&b->state, BLK_CACHED, memory_order_relaxed);
+    b->lnext = spot->head;
+    spot->head = b;
+    unsigned j = (unsigned)(spot - l->bin);
+    l->full[j / 64] |= UINT64_C(1) << (j % 64);
+    l->bytes += size;
+    loc_set(&l->cached, l->bytes);
+    loc_inc(&l->puts);
+    return BP_OK;
 }
 
 /* -------------------------------------------------------------- lifecycle */
@@ -991,6 +1453,7 @@ static bp_status pool_create(const bp_pool_options *o, bp_pool **out, bp_error *
     atomic_init(&p->since_compact, 0);
     atomic_init(&p->failures, 0);
     atomic_init(&p->nonempty, 0);
+    atomic_init(&p->reserved_hint, 0);
     if (pthread_mutex_init(&p->global, NULL) != 0) {
         bp__free(a, raw, raw_size);
         return bp__err(err, BP_ERR_NOMEM, "pool: cannot create a mutex");
@@ -1062,6 +1525,7 @@ bp_status bp_pool_new_arena(uint64_t arena_bytes, const bp_pool_options *o, bp_p
         p->arena_reserved = total;
         p->arena_bytes = arena_bytes;
         p->reserved += total;
+        atomic_store_explicit(&p->reserved_hint, p->reserved, memory_order_relaxed);
         if (p->reserved > p->peak_reserved) p->peak_reserved = p->reserved;
     }
     *out = p;
@@ -1097,6 +1561,12 @@ void bp_pool_free(bp_pool *p)
         bp__free(&p->alloc, m, sizeof *m);
         m = next;
     }
+    /* handles the caller did not free die with the pool */
+    for (bp_pool_local *l = p->locals; l;) {
+        bp_pool_local *next = l->next;
+        bp__free(&p->alloc, l, sizeof *l);
+        l = next;
+    }
     pthread_mutex_destroy(&p->global);
     bp_allocator a = p->alloc;
     bp__free(&a, p->raw, p->raw_size);
@@ -1108,6 +1578,7 @@ uint64_t bp_pool_trim(bp_pool *p)
     uint64_t released = 0;
     pthread_mutex_lock(&p->global);
     pool_mag_flush_all(p);
+    pool_locals_request_flush(p);
     pool_lock_all(p);
     pool_merge_locked(p);
     bool changed = false;
@@ -1125,6 +1596,7 @@ uint64_t bp_pool_trim(bp_pool *p)
         p->os_calls++;
         p->reserved -= ch->bytes;
         p->usable -= ch->usable;
+        atomic_store_explicit(&p->reserved_hint, p->reserved, memory_order_relaxed);
         released += ch->bytes;
     }
     if (changed) {
@@ -1185,6 +1657,7 @@ void bp_pool_get_stats(bp_pool *p, bp_pool_stats *s)
         s->class_free_bytes[k] = K->free_bytes;
         s->class_allocs[k] = K->n_allocs;
         s->borrows += K->lent;
+        s->merges += K->merges;
         s->free_bytes += K->free_bytes;
         s->n_free_blocks += K->n_free;
         s->n_allocs += s->class_allocs[k];
@@ -1205,6 +1678,14 @@ void bp_pool_get_stats(bp_pool *p, bp_pool_stats *s)
     }
     s->cache_hits = p->mag_hits;
     for (pmag *m = p->mags; m; m = m->next) s->cache_hits += atomic_load_explicit(&m->hits, memory_order_relaxed);
+    for (bp_pool_local *l = p->locals; l; l = l->next) {
+        uint64_t h = atomic_load_explicit(&l->hits, memory_order_relaxed);
+        s->cached_bytes += atomic_load_explicit(&l->cached, memory_order_relaxed);
+        s->n_allocs += h;
+        s->n_deallocs += atomic_load_explicit(&l->puts, memory_order_relaxed);
+        s->cache_hits += h;
+        s->n_locals++;
+    }
     s->in_use_bytes = atomic_load_explicit(&p->in_use, memory_order_relaxed) - s->cached_bytes;
     s->peak_in_use_bytes = atomic_load_explicit(&p->peak_in_use, memory_order_relaxed);
     s->fragmentation = s->free_bytes ? 1.0 - (double)s->largest_free_bytes / (double)s->free_bytes : 0.0;
@@ -1214,7 +1695,7 @@ void bp_pool_get_stats(bp_pool *p, bp_pool_stats *s)
     s->n_live_blocks = s->n_allocs - s->n_deallocs;
 
     s->compactions = p->compactions;
-    s->merges = p->merges;
+    s->merges += p->merges;
     s->failures = atomic_load_explicit(&p->failures, memory_order_relaxed);
     s->meta_bytes = p->meta_bytes;
     pool_unlock_all(p);
@@ -1276,16 +1757,16 @@ bp_status bp__pool_check(bp_pool *p, int quiescent, bp_error *err)
         for (uint32_t i = ch->first; i; prev = i, i = D(p, i)->next_phys) {
             pblk *b = D(p, i);
             unsigned s = atomic_load(&b->state);
-            PCHECK(b->addr == at, "chunk %zu: block %u at %#" PRIxPTR ", expected %#" PRIxPTR, j, i, b->addr, at);
+            PCHECK(BADDR(b) == at, "chunk %zu: block %u at %#" PRIxPTR ", expected %#" PRIxPTR, j, i, BADDR(b), at);
             PCHECK(b->size && (b->size & (p->quantum - 1)) == 0, "block %u: size %" PRIu64, i, b->size);
             PCHECK(b->chunk == ch && b->prev_phys == prev, "block %u: bad chunk or prev link", i);
-            PCHECK(atomic_load(&ch->map[(b->addr - ch->start) >> p->qshift]) == i, "block %u: page map", i);
+            PCHECK(atomic_load(&ch->map[(BADDR(b) - ch->start) >> p->qshift]) == i, "block %u: page map", i);
             PCHECK(s == BLK_FREE || s == BLK_USED || s == BLK_GOING || s == BLK_CACHED, "block %u: state %u", i, s);
             PCHECK(b->home < NCLS, "block %u: home %u", i, b->home);
             if (s == BLK_FREE) { free_b += b->size; nfree++; }
             else if (s == BLK_CACHED) cached_b += b->size;
             else used_b += b->size;
-            for (uintptr_t g = b->addr + p->quantum; g < b->addr + b->size; g += p->quantum)
+            for (uintptr_t g = BADDR(b) + p->quantum; g < BADDR(b) + b->size; g += p->quantum)
                 if (atomic_load(&ch->map[(g - ch->start) >> p->qshift]) != 0)
                     PCHECK(0, "block %u: stale page map entry inside it", i);
             at += b->size;
@@ -1335,7 +1816,29 @@ bp_status bp__pool_check(bp_pool *p, int quiescent, bp_error *err)
                    b, m->bytes);
             mb += b;
         }
-        PCHECK(mb == cached_b, "magazines hold %" PRIu64 " bytes, cached blocks %" PRIu64, mb, cached_b);
+        if (quiescent) {
+            /* local handles belong to their threads: only walked when no
+             * thread is using the pool */
+            for (bp_pool_local *l = p->locals; l; l = l->next) {
+                uint64_t b = 0;
+                for (unsigned j = 0; j < LOC_SLOTS; j++) {
+                    uint64_t n = 0;
+                    for (pblk *x = l->bin[j].head; x; x = x->lnext) {
+                        PCHECK(atomic_load(&x->state) == BLK_CACHED && x->size == l->bin[j].size &&
+                               D(p, x->id) == x, "local handle: block %u is not a cached block of size %" PRIu64,
+                               x->id, l->bin[j].size);
+                        b += x->size;
+                        PCHECK(++n <= nfree + (cached_b >> p->qshift), "local handle: cycle in a bin");
+                    }
+                }
+                PCHECK(b == l->bytes && b == atomic_load(&l->cached), "local handle: %" PRIu64 " bytes, counters %"
+                       PRIu64, b, l->bytes);
+                mb += b;
+            }
+        } else {
+            for (bp_pool_local *l = p->locals; l; l = l->next) mb += atomic_load(&l->cached);
+        }
+        PCHECK(mb == cached_b || !quiescent, "caches hold %" PRIu64 " bytes, cached blocks %" PRIu64, mb, cached_b);
         if (quiescent) {
             PCHECK(used_b + cached_b == atomic_load(&p->in_use), "in use counter %" PRIu64 ", blocks %" PRIu64
                    " + cached %" PRIu64, (uint64_t)atomic_load(&p->in_use), used_b, cached_b);

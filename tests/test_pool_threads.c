@@ -1,5 +1,8 @@
 /* Two-thread stress of the pool (meant for TSan too: build with
- * -DBP_SANITIZE=thread).  Each thread allocates and frees random sizes across
+ * -DBP_SANITIZE=thread).  It runs twice: with the plain API, and with one
+ * bp_pool_local handle per thread (most calls through it, some plain), where
+ * a block sent to the other thread is a remote free through that thread's
+ * handle.  Each thread allocates and frees random sizes across
  * every class, fills each block with its own pattern and checks it when it is
  * freed; a third of the blocks are handed to the other thread through a
  * mutex-protected mailbox and freed there (cross-thread frees).  A small
@@ -31,6 +34,9 @@ typedef struct {
     int id, ops;
     atomic_int *fails;
     long long exhausted;
+    int use_local;
+    bp_pool_local *local;
+    unsigned long long rs;
 } arg_t;
 
 static unsigned char pat(unsigned tag, uint64_t i) { return (unsigned char)(tag * 13u + i * 5u); }
@@ -56,7 +62,9 @@ static void release(arg_t *a, blk *b)
 {
     bp_error err = {0};
     if (!ok(b)) atomic_fetch_add(a->fails, 1);
-    if (bp_pool_dealloc(a->pool, b->p, &err) != BP_OK) {
+    bp_status st = a->local && test_rand(&a->rs) % 4 ? bp_pool_local_dealloc(a->local, b->p, &err)
+                                                     : bp_pool_dealloc(a->pool, b->p, &err);
+    if (st != BP_OK) {
         fprintf(stderr, "thread %d: %s\n", a->id, err.msg);
         atomic_fetch_add(a->fails, 1);
     }
@@ -66,6 +74,8 @@ static void *worker(void *vp)
 {
     arg_t *a = vp;
     unsigned long long rs = 1000 + (unsigned long long)a->id;
+    a->rs = 77 + (unsigned long long)a->id;
+    if (a->use_local && bp_pool_local_new(a->pool, 0, &a->local, NULL) != BP_OK) atomic_fetch_add(a->fails, 1);
     enum { LIVE = 48 };
     blk live[LIVE];
     int n = 0;
@@ -86,7 +96,8 @@ static void *worker(void *vp)
             int k = (int)(test_rand(&rs) % 12);
             uint64_t lo = bp_pool_class_min(k), size = 1 + test_rand(&rs) % (lo * 2);
             void *p = NULL;
-            bp_status st = bp_pool_alloc(a->pool, size, &p, &err);
+            bp_status st = a->local && test_rand(&rs) % 4 ? bp_pool_local_alloc(a->local, size, &p, &err)
+                                                          : bp_pool_alloc(a->pool, size, &p, &err);
             if (st == BP_ERR_EXHAUSTED) { a->exhausted++; continue; }
             if (st != BP_OK || !p || ((uintptr_t)p & 255)) { atomic_fetch_add(a->fails, 1); continue; }
             live[n] = (blk){p, size, ++tag};
@@ -113,7 +124,18 @@ static void *worker(void *vp)
     return NULL;
 }
 
-int main(void)
+/* after both threads stopped: leftovers in the mailboxes, then the handles */
+static void finish(arg_t *args, mail_t *mail)
+{
+    for (int t = 0; t < NTHREADS; t++)
+        for (int i = 0; i < mail->nbox[t]; i++) release(&args[t], &mail->box[t][i]);
+    for (int t = 0; t < NTHREADS; t++) {
+        bp_pool_local_free(args[t].local);
+        args[t].local = NULL;
+    }
+}
+
+static void stress(int use_local)
 {
     bp_error err = {0};
     bp_pool_options o;
@@ -132,7 +154,7 @@ int main(void)
     arg_t args[NTHREADS];
     int ops = getenv("BP_POOL_STRESS_OPS") ? atoi(getenv("BP_POOL_STRESS_OPS")) : 60000;
     for (int t = 0; t < NTHREADS; t++) {
-        args[t] = (arg_t){p, &mail, t, ops, &fails, 0};
+        args[t] = (arg_t){p, &mail, t, ops, &fails, 0, use_local, NULL, 0};
         REQUIRE(pthread_create(&th[t], NULL, worker, &args[t]) == 0);
     }
     /* the stats reader runs concurrently too */
@@ -143,9 +165,8 @@ int main(void)
         CHECK_OK(bp__pool_check(p, 0, &err), err);
     }
     for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
-    /* leftovers in the mailboxes */
-    for (int t = 0; t < NTHREADS; t++)
-        for (int i = 0; i < mail.nbox[t]; i++) release(&args[t], &mail.box[t][i]);
+    CHECK_OK(bp__pool_check(p, 1, &err), err); /* quiescent: the handles' caches are walked too */
+    finish(args, &mail);
     CHECK_MSG(atomic_load(&fails) == 0, "%d corrupted blocks or failed calls", atomic_load(&fails));
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     bp_pool_stats s;
@@ -153,10 +174,17 @@ int main(void)
     CHECK(s.in_use_bytes == 0 && s.n_live_blocks == 0 && s.n_allocs == s.n_deallocs);
     CHECK(s.n_allocs > (uint64_t)ops / 2);
     CHECK(s.reserved_bytes <= o.max_bytes && s.compactions > 0 && s.borrows > 0);
-    printf("threads: %" PRIu64 " allocs, %" PRIu64 " borrows, %" PRIu64 " merge passes, %lld exhausted, "
-           "reserved %" PRIu64 " (peak in use %" PRIu64 ")\n", s.n_allocs, s.borrows, s.compactions,
+    if (use_local) CHECK(s.cache_hits > 0 && s.n_locals == 0 && s.cached_bytes == 0);
+    printf("threads (%s): %" PRIu64 " allocs, %" PRIu64 " borrows, %" PRIu64 " merge passes, %lld exhausted, "
+           "reserved %" PRIu64 " (peak in use %" PRIu64 ")\n", use_local ? "local handles" : "plain API", s.n_allocs, s.borrows, s.compactions,
            args[0].exhausted + args[1].exhausted, s.reserved_bytes, s.peak_in_use_bytes);
     pthread_mutex_destroy(&mail.mu);
     bp_pool_free(p);
+}
+
+int main(void)
+{
+    stress(0);
+    stress(1);
     return check_status();
 }

@@ -19,6 +19,11 @@
  * calls of the whole process during the timed rounds, counted with kernel
  * tracepoints (perf_event_open; "n/a" where not permitted).
  *
+ * The pool is used through one bp_pool_local handle per thread (what a user
+ * does on each worker thread); --plain uses bp_pool_alloc / bp_pool_dealloc.
+ * CPU time per call (CLOCK_THREAD_CPUTIME_ID, best round) is printed beside
+ * the wall-clock rate: it is less disturbed by other load on the machine.
+ *
  * Prints one line of key=value; for the pool also its own counters.
  */
 #define _GNU_SOURCE
@@ -45,6 +50,9 @@ static int touch = 1;
 static pthread_barrier_t bar;
 #ifdef REPLAY_POOL
 static bp_pool *pool;
+static int plain;                      /* --plain: bp_pool_alloc/dealloc instead of a local handle */
+static uint64_t grow_bytes;            /* --grow-bytes: the pool option (0 = default) */
+static _Thread_local bp_pool_local *tl_local; /* this worker's handle */
 #endif
 
 static double now(void)
@@ -129,7 +137,8 @@ static inline void *xalloc(uint64_t n)
 {
 #ifdef REPLAY_POOL
     void *p = NULL;
-    bp_pool_alloc(pool, n, &p, NULL);
+    if (tl_local) bp_pool_local_alloc(tl_local, n, &p, NULL);
+    else bp_pool_alloc(pool, n, &p, NULL);
     return p;
 #else
     return malloc(n);
@@ -139,7 +148,8 @@ static inline void *xalloc(uint64_t n)
 static inline void xfree(void *p)
 {
 #ifdef REPLAY_POOL
-    bp_pool_dealloc(pool, p, NULL);
+    if (tl_local) bp_pool_local_dealloc(tl_local, p, NULL);
+    else bp_pool_dealloc(pool, p, NULL);
 #else
     free(p);
 #endif
@@ -189,21 +199,39 @@ static void replay_once(void **slot, int all, int first)
 
 static int rounds = 3, reps = 1;
 static double round_s[64][64];         /* [thread][round] */
+static double round_cpu[64][64];       /* thread CPU seconds */
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static void *worker(void *arg)
 {
     int t = (int)(intptr_t)arg;
     void **slot = calloc((size_t)n_ids, sizeof *slot);
+#ifdef REPLAY_POOL
+    /* what a real user does on each worker thread: one local handle */
+    if (!plain && bp_pool_local_new(pool, 0, &tl_local, NULL) != BP_OK) tl_local = NULL;
+#endif
     pthread_barrier_wait(&bar); /* baseline taken */
     replay_once(slot, 1, t == 0); /* memory pass and warm-up: every page written */
     pthread_barrier_wait(&bar); /* warm-up done */
     for (int r = 0; r < rounds; r++) {
         pthread_barrier_wait(&bar);
-        double t0 = now();
+        double t0 = now(), c0 = cpu_now();
         for (int k = 0; k < reps; k++) replay_once(slot, 0, 0);
         round_s[t][r] = now() - t0;
+        round_cpu[t][r] = cpu_now() - c0;
     }
+    pthread_barrier_wait(&bar); /* rounds done: OS calls read */
     pthread_barrier_wait(&bar);
+#ifdef REPLAY_POOL
+    bp_pool_local_free(tl_local);
+    tl_local = NULL;
+#endif
     free(slot);
     return NULL;
 }
@@ -261,11 +289,15 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--frag-at") && i + 1 < argc) frag_at = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--no-touch")) touch = 0;
+#ifdef REPLAY_POOL
+        else if (!strcmp(argv[i], "--plain")) plain = 1;
+        else if (!strcmp(argv[i], "--grow-bytes") && i + 1 < argc) grow_bytes = strtoull(argv[++i], NULL, 10);
+#endif
         else path = argv[i];
     }
     if (!path || threads < 1 || threads > 64 || reps < 1 || rounds < 1 || rounds > 64) {
         fprintf(stderr, "usage: %s TRACE.csv [--iters N] [--min-calls N] [--rounds R] [--threads T] "
-                        "[--max-round-s S] [--frag-at EVENTS] [--no-touch]\n", argv[0]);
+                        "[--max-round-s S] [--frag-at EVENTS] [--no-touch] [--plain] [--grow-bytes N] (pool)\n", argv[0]);
         return 2;
     }
     if (load(path) || n_ops == 0) { fprintf(stderr, "%s: empty trace\n", path); return 2; }
@@ -275,6 +307,10 @@ int main(int argc, char **argv)
      * min_calls alloc+free calls per thread */
     if (min_calls > 0 && (long)(2 * n_alloc) * reps < min_calls) reps = (int)((min_calls + 2 * (long)n_alloc - 1) / (2 * (long)n_alloc));
     const char *verified = "yes";
+    const char *name = REPLAY_NAME;
+#ifdef REPLAY_POOL
+    if (plain) name = REPLAY_NAME "-plain";
+#endif
 #ifndef REPLAY_POOL
     const char *want = REPLAY_NAME;
     if (!strcmp(want, "jemalloc") && !dlsym(RTLD_DEFAULT, "mallctl")) verified = "NO";
@@ -282,7 +318,10 @@ int main(int argc, char **argv)
     if (!strcmp(want, "tcmalloc") && !dlsym(RTLD_DEFAULT, "tc_malloc")) verified = "NO";
 #else
     bp_error err;
-    if (bp_pool_new(NULL, &pool, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+    bp_pool_options po;
+    bp_pool_options_init(&po);
+    if (grow_bytes) po.grow_bytes = grow_bytes;
+    if (bp_pool_new(&po, &pool, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
 #endif
     os_open();
     pthread_barrier_init(&bar, NULL, (unsigned)threads + 1);
@@ -306,9 +345,10 @@ int main(int argc, char **argv)
     bp_pool_get_stats(pool, &s0);
 #endif
     for (int r = 0; r < rounds; r++) pthread_barrier_wait(&bar);
+    pthread_barrier_wait(&bar); /* the last round is done */
+    long long os1 = os_read();  /* before the threads free their handles and slot arrays */
     pthread_barrier_wait(&bar);
     for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
-    long long os1 = os_read();
     long peak_va = status_kib("VmPeak:");
     /* the best round: the slowest thread of it */
     double best = 0;
@@ -318,12 +358,21 @@ int main(int argc, char **argv)
         if (r == 0 || w < best) best = w;
     }
     double calls = 2.0 * (double)n_alloc * reps * threads; /* per round: one alloc and one free per ALLOC row */
+    /* CPU time per call (all threads' CPU time over the round's calls), the
+     * best round: less disturbed by other load than wall time */
+    double cpu_best = 0;
+    for (int r = 0; r < rounds; r++) {
+        double c = 0;
+        for (int t = 0; t < threads; t++) c += round_cpu[t][r];
+        if (r == 0 || c < cpu_best) cpu_best = c;
+    }
     char osbuf[32];
     if (os0 >= 0 && os1 >= 0) snprintf(osbuf, sizeof osbuf, "%lld", os1 - os0);
     else snprintf(osbuf, sizeof osbuf, "n/a");
     printf("allocator=%s verified=%s threads=%d events=%zu calls_per_round=%.0f rounds=%d seconds=%.6f "
-           "mcalls_per_s=%.3f peak_rss_mib=%.1f peak_va_mib=%.1f os_calls_after_warmup=%s failures=%ld",
-           REPLAY_NAME, verified, threads, n_ops, calls, rounds, best, calls / best / 1e6,
+           "mcalls_per_s=%.3f cpu_ns_per_call=%.2f peak_rss_mib=%.1f peak_va_mib=%.1f os_calls_after_warmup=%s "
+           "failures=%ld",
+           name, verified, threads, n_ops, calls, rounds, best, calls / best / 1e6, cpu_best / calls * 1e9,
            (peak_rss - base_rss) / 1024.0, (peak_va - base_va) / 1024.0, osbuf, failures);
 #ifdef REPLAY_POOL
     bp_pool_stats s1;

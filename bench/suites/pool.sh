@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # bench/run.sh pool [--quick] — bufplan's pool against glibc, jemalloc, mimalloc
 # and tcmalloc, side by side: alloc/free traces replayed by 1 and 2 threads.
+# One command prints the whole table (BP_BUILD = a Release build, BP_DATA =
+# the shared data; bench/run.sh sets both).
 # Traces (bench/pool/trace.c): generated graphs (resnet50, transformer,
 # randwire) and ONNX models under $BP_DATA/onnx run without a plan (Kahn
 # order, every storage allocated when produced and freed after its last
 # reader), plus a synthetic stress trace.  With 2 threads each thread replays
-# its own copy of the trace on the same allocator.  Prints one Markdown table
-# and the pool's fragmentation drift over a long synthetic trace.
+# its own copy of the trace on the same allocator.  "pool" is the pool through
+# one bp_pool_local handle per thread (what a user does on each worker
+# thread); "pool-plain" is bp_pool_alloc / bp_pool_dealloc.  The ratios use
+# "pool".  Ends with the pool's fragmentation drift over a long synthetic
+# trace and the machine's load.
 set -uo pipefail
 quick=0
 for a in "$@"; do [ "$a" = --quick ] && quick=1; done
@@ -15,12 +20,18 @@ bin="$B/bench/pool"
 data="${BP_DATA:-/nonexistent}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-min_calls=2000000; syn_events=200000; drift_events=1000000
+load0="$(cut -d' ' -f1-3 /proc/loadavg)"
+t_start=$(date +%s)
+# The synthetic trace stays at 40k events in the full mode too: its memory
+# pass writes every page of ~30 GB of blocks, and the peers that return
+# memory to the OS fault on every page (minutes per row on 2 cores).
+min_calls=2000000; rounds=5; syn_events=40000; drift_events=1000000
 onnx=(torchvision/vit_b_16 torchvision/swin_t torchvision/densenet121 torchvision/inception_v3 torchvision/mobilenet_v2)
-if [ $quick = 1 ]; then min_calls=300000; syn_events=40000; drift_events=200000; onnx=(torchvision/vit_b_16 torchvision/mobilenet_v2); fi
+if [ $quick = 1 ]; then min_calls=300000; rounds=3; syn_events=20000; drift_events=200000; onnx=(torchvision/vit_b_16 torchvision/mobilenet_v2); fi
 
-allocs=(pool)
-for a in glibc jemalloc mimalloc tcmalloc; do [ -x "$bin/pool_replay_$a" ] && allocs+=("$a"); done
+allocs=(pool pool-plain)
+peers=()
+for a in glibc jemalloc mimalloc tcmalloc; do [ -x "$bin/pool_replay_$a" ] && allocs+=("$a") && peers+=("$a"); done
 
 traces=()
 "$bin/pool_trace" synthetic 1 "$syn_events" > "$work/synthetic.csv" && traces+=("synthetic")
@@ -30,50 +41,65 @@ done
 for m in "${onnx[@]}"; do
   f="$data/onnx/$m.onnx"
   name="onnx-$(basename "$m")"
-  [ -f "$f" ] && "$bin/pool_trace" graph "$f" --dim N=1 > "$work/$name.csv" && traces+=("$name")
+  [ -f "$f" ] && "$bin/pool_trace" graph "$f" --dim N=1 > "$work/$name.csv" 2>/dev/null && traces+=("$name")
 done
 
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
+run() { # allocator trace threads
+  local exe="$bin/pool_replay_$1" extra=""
+  [ "$1" = pool-plain ] && exe="$bin/pool_replay_pool" && extra="--plain"
+  "$exe" "$work/$2.csv" $extra --min-calls $min_calls --max-round-s 2 --rounds $rounds --threads "$3" 2>&1 | tail -1
+}
 
 printf '| trace | allocs | thr |'
 for a in "${allocs[@]}"; do printf ' %s Mcalls/s |' "$a"; done
+printf ' pool CPU ns/call | best peer CPU ns/call |'
 for a in "${allocs[@]}"; do printf ' %s peak MiB |' "$a"; done
 for a in "${allocs[@]}"; do printf ' %s OS calls |' "$a"; done
-printf ' pool vs best peer | pool peak vs smallest peer |\n'
-printf '|---|---|---|'; for _ in "${allocs[@]}" "${allocs[@]}" "${allocs[@]}"; do printf -- '---|'; done; printf -- '---|---|\n'
+printf ' pool vs best peer | same, CPU time | pool peak vs smallest peer |\n'
+printf '|---|---|---|'; for _ in "${allocs[@]}" "${allocs[@]}" "${allocs[@]}"; do printf -- '---|'; done; printf -- '---|---|---|---|---|\n'
 for t in "${traces[@]}"; do
   nal=$(grep -c '^ALLOC' "$work/$t.csv")
   for th in 1 2; do
-    declare -A thr=() peak=() osc=()
+    declare -A thr=() peak=() osc=() cpu=()
     for a in "${allocs[@]}"; do
-      out="$("$bin/pool_replay_$a" "$work/$t.csv" --min-calls $min_calls --max-round-s 2 --rounds 3 --threads $th 2>&1 | tail -1)"
+      out="$(run "$a" "$t" "$th")"
       thr[$a]="$(echo " $out" | field mcalls_per_s)"
+      cpu[$a]="$(echo " $out" | field cpu_ns_per_call)"
       peak[$a]="$(echo " $out" | field peak_rss_mib)"
       osc[$a]="$(echo " $out" | field os_calls_after_warmup)"
-      [ "$a" = pool ] && osc[$a]="${osc[$a]} ($(echo " $out" | field pool_os_calls_after_warmup))"
+      case "$a" in pool*) osc[$a]="${osc[$a]} ($(echo " $out" | field pool_os_calls_after_warmup))";; esac
       [ "$(echo " $out" | field verified)" = yes ] || thr[$a]="${thr[$a]}(unverified)"
     done
-    best=0; small=0
-    for a in "${allocs[@]}"; do
-      [ "$a" = pool ] && continue
+    best=0; small=0; bcpu=0
+    for a in "${peers[@]}"; do
       best=$(awk -v x="${thr[$a]%%(*}" -v b="$best" 'BEGIN{print (x+0 > b+0) ? x : b}')
+      bcpu=$(awk -v x="${cpu[$a]}" -v b="$bcpu" 'BEGIN{print (b+0 == 0 || x+0 < b+0) ? x : b}')
       small=$(awk -v x="${peak[$a]}" -v b="$small" 'BEGIN{print (b+0 == 0 || x+0 < b+0) ? x : b}')
     done
     printf '| %s | %s | %s |' "$t" "$nal" "$th"
     for a in "${allocs[@]}"; do printf ' %s |' "${thr[$a]}"; done
+    printf ' %s | %s |' "${cpu[pool]}" "$bcpu"
     for a in "${allocs[@]}"; do printf ' %s |' "${peak[$a]}"; done
     for a in "${allocs[@]}"; do printf ' %s |' "${osc[$a]}"; done
-    printf ' %s | %s |\n' \
+    printf ' %s | %s | %s |\n' \
       "$(awk -v p="${thr[pool]}" -v b="$best" 'BEGIN{printf (b > 0 ? "%.2fx" : "-"), p / b}')" \
+      "$(awk -v p="${cpu[pool]}" -v b="$bcpu" 'BEGIN{printf (p > 0 ? "%.2fx" : "-"), b / p}')" \
       "$(awk -v p="${peak[pool]}" -v b="$small" 'BEGIN{printf (b > 0 ? "%.2fx" : "-"), p / b}')"
-    unset thr peak osc
+    unset thr peak osc cpu
   done
 done
 echo
-echo "allocs: ALLOC rows per replay.  Mcalls/s: alloc+free calls per second, best of 3 timed rounds of >= $min_calls calls per thread (fewer when a round would pass ~2 s), after a warm-up replay."
+echo "allocs: ALLOC rows per replay.  Mcalls/s: alloc+free calls per second (wall clock), best of $rounds timed rounds of >= $min_calls calls per thread (fewer when a round would pass ~2 s), after a warm-up replay."
+echo "CPU ns/call: the threads' CPU time per call in the best round (CLOCK_THREAD_CPUTIME_ID); \"same, CPU time\" = best peer's CPU ns/call / pool's.  Less disturbed by other load than the wall clock."
 echo "peak MiB: growth of peak RSS over the warm-up replay, which writes every page of every block (memory taken from the OS and used)."
 echo "OS calls: mmap/munmap/mremap/madvise/brk/mprotect calls of the process during the timed rounds (perf tracepoints); for the pool, its own backend calls in parentheses."
 "$bin/pool_trace" synthetic 7 "$drift_events" > "$work/drift.csv"
-out="$("$bin/pool_replay_pool" "$work/drift.csv" --iters 1 --rounds 1 --frag-at 10000 | tail -1)"
+for mode in "" --plain; do
+  # --no-touch: the drift lines read the pool's own counters, not RSS
+  out="$("$bin/pool_replay_pool" "$work/drift.csv" $mode --no-touch --iters 1 --rounds 1 --frag-at 10000 | tail -1)"
+  echo
+  echo "Drift, pool${mode:+ ($mode)}, one synthetic trace of $drift_events events: after 10k events fragmentation $(echo " $out" | field frag_early), reserved/peak-in-use $(echo " $out" | field overhead_early); after the whole trace (replayed twice) fragmentation $(echo " $out" | field frag_late), reserved/peak-in-use $(echo " $out" | field overhead_late)."
+done
 echo
-echo "Drift, pool, one synthetic trace of $drift_events events: after 10k events fragmentation $(echo " $out" | field frag_early), reserved/peak-in-use $(echo " $out" | field overhead_early); after the whole trace (replayed twice) fragmentation $(echo " $out" | field frag_late), reserved/peak-in-use $(echo " $out" | field overhead_late)."
+echo "Load average (1, 5, 15 min): $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(nproc) CPUs; $(( $(date +%s) - t_start )) s."
