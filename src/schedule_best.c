@@ -19,6 +19,12 @@
  *    same peak reached at fewer steps.
  * 5. Local search (schedule_local.c): ops near the peak step slide across it
  *    within their dependency windows, the profile kept in a segment tree.
+ * 6. Decomposition (schedule_decomp.c), one more candidate: cut points,
+ *    components and single-entry/single-exit regions as macro-ops, the
+ *    exact search on the pieces (up to half the work left), every piece
+ *    falling back to the best order so far.  It runs after 5, so 1-5 are
+ *    as without it; when it beats them, 4 and 5 run again from its order.
+ *    Exact pieces joined at cut points prove the order optimal.
  * Lower bound: the static one of the sgraph, or, for graphs of up to 4,096
  * ops, the bytes that must be live at some op's step in every order (see
  * best_forced_lb); the search stops when the peak reaches it (optimal).
@@ -242,10 +248,18 @@ static void dp_free(dp *d)
 int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *region, int32_t k, uint64_t bound,
                  size_t max_states, uint64_t *work, uint64_t work_limit, int32_t *out, bp__dp_result *res)
 {
+    return bp__sched_dp_groups(sg, start, region, k, NULL, k, bound, max_states, work, work_limit, out, res);
+}
+
+int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_t *region, int32_t k,
+                        const int32_t *grp_off, int32_t ng, uint64_t bound, size_t max_states, uint64_t *work,
+                        uint64_t work_limit, int32_t *out, bp__dp_result *res)
+{
     res->peak = 0;
     res->proven = 0;
     res->states = 0;
     if (k <= 0) { res->proven = 1; return 1; }
+    if (!grp_off) ng = k;
     if (max_states < 1) max_states = 1;
     dp d;
     memset(&d, 0, sizeof d);
@@ -261,9 +275,12 @@ int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *regi
     dp_key *keys = bp__alloc(d.a, (size_t)k * sizeof *keys);
     int32_t *tmp = NULL;
     uint64_t *S2 = bp__alloc(d.a, (size_t)W * sizeof *S2);
+    uint64_t *T = bp__alloc(d.a, (size_t)W * sizeof *T);
+    uint64_t *gmask = bp__calloc(d.a, (size_t)ng * W, sizeof *gmask); /* group: its ops */
+    uint64_t *gpred = bp__calloc(d.a, (size_t)ng * W, sizeof *gpred); /* group: predecessors outside it */
     d.pmask = bp__calloc(d.a, (size_t)k * W, sizeof *d.pmask);
     d.lt_off = bp__calloc(d.a, (size_t)k + 1, sizeof *d.lt_off);
-    if (!keys || !S2 || !d.pmask || !d.lt_off) goto out;
+    if (!keys || !S2 || !T || !gmask || !gpred || !d.pmask || !d.lt_off) goto out;
     for (int32_t i = 0; i < k; i++) {
         keys[i] = (dp_key){region[i], i};
         ntouch += (size_t)(sg->to_off[region[i] + 1] - sg->to_off[region[i]]);
@@ -276,6 +293,16 @@ int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *regi
             int32_t l = dp_local(keys, k, sg->pr[j]);
             if (l >= 0) d.pmask[(size_t)i * W + l / 64] |= 1ull << (l % 64);
         }
+    }
+#define GLO(g) (grp_off ? grp_off[g] : (g))
+#define GHI(g) (grp_off ? grp_off[(g) + 1] : (g) + 1)
+    for (int32_t g = 0; g < ng; g++) {
+        uint64_t *gm = gmask + (size_t)g * W, *gp = gpred + (size_t)g * W;
+        for (int32_t i = GLO(g); i < GHI(g); i++) {
+            gm[i / 64] |= 1ull << (i % 64);
+            for (int32_t w = 0; w < W; w++) gp[w] |= d.pmask[(size_t)i * W + w];
+        }
+        for (int32_t w = 0; w < W; w++) gp[w] &= ~gm[w];
     }
     /* local storages */
     tmp = bp__alloc(d.a, (ntouch + 1) * sizeof *tmp);
@@ -316,38 +343,58 @@ int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *regi
     d.n = 1;
     bool truncated = false;
     size_t lo = 0, hi = 1;
-    for (int32_t L = 0; L < k; L++) {
+    for (int32_t L = 0; L < ng; L++) {
         for (size_t i = 0; i < d.hcap; i++) d.hash[i] = -1;
         for (size_t si = lo; si < hi; si++) {
             const uint64_t *S = d.mask + si * (size_t)W;
-            for (int32_t i = 0; i < k; i++) {
-                if (S[i / 64] >> (i % 64) & 1) continue;
+            int32_t nS = L;
+            if (grp_off) { nS = 0; for (int32_t w = 0; w < W; w++) nS += popc(S[w]); }
+            for (int32_t g = 0; g < ng; g++) {
+                int32_t g0 = GLO(g);
+                if (S[g0 / 64] >> (g0 % 64) & 1) continue;
                 bool ready = true;
-                for (int32_t w = 0; w < W && ready; w++) ready = (d.pmask[(size_t)i * W + w] & ~S[w]) == 0;
+                for (int32_t w = 0; w < W && ready; w++) ready = (gpred[(size_t)g * W + w] & ~S[w]) == 0;
                 if (!ready) continue;
-                uint64_t during, after;
-                dp_step(&d, S, L, d.s[si].mem, i, &during, &after);
-                *work += (uint64_t)(d.lt_off[i + 1] - d.lt_off[i] + 1) * (uint64_t)W;
+                /* run the group's ops in their order */
+                uint64_t pk = d.s[si].peak, mem = d.s[si].mem, during = 0, after = mem;
+                const uint64_t *X = S;
+                if (GHI(g) - g0 > 1) { memcpy(T, S, (size_t)W * 8); X = T; }
+                for (int32_t i = g0; i < GHI(g); i++) {
+                    dp_step(&d, X, nS + (i - g0), mem, i, &during, &after);
+                    *work += (uint64_t)(d.lt_off[i + 1] - d.lt_off[i] + 1) * (uint64_t)W;
+                    if (during >= bound) break;
+                    if (during > pk) pk = during;
+                    mem = after;
+                    if (X == T) T[i / 64] |= 1ull << (i % 64);
+                }
                 if (during >= bound) continue;
-                uint64_t pk = during > d.s[si].peak ? during : d.s[si].peak;
-                memcpy(S2, S, (size_t)W * 8);
-                S2[i / 64] |= 1ull << (i % 64);
-                if ((d.n - hi + 1) * 2 > d.hcap && !dp_rehash(&d, hi)) goto out;
+                if (X == T) memcpy(S2, T, (size_t)W * 8);
+                else {
+                    memcpy(S2, S, (size_t)W * 8);
+                    S2[g0 / 64] |= 1ull << (g0 % 64);
+                }
+                if ((d.n - hi + 1) * 2 > d.hcap) {
+                    if (!dp_rehash(&d, hi)) goto out;
+                    *work += (uint64_t)(d.n - hi) * (uint64_t)(W + 4);
+                }
                 int64_t h = dp_lookup(&d, S2, hi);
+                *work += (uint64_t)W * 2 + 4; /* hash, compare */
                 if (h >= 0) {
                     dp_state *x = &d.s[h];
-                    if (pk < x->peak || (pk == x->peak && after < x->mem)) *x = (dp_state){pk, after, (int32_t)si, i};
+                    if (pk < x->peak || (pk == x->peak && after < x->mem)) *x = (dp_state){pk, after, (int32_t)si, g};
                     continue;
                 }
                 if (!dp_reserve(&d, d.n + 1)) goto out;
                 S = d.mask + si * (size_t)W; /* the arena may have moved */
                 memcpy(d.mask + d.n * (size_t)W, S2, (size_t)W * 8);
-                d.s[d.n] = (dp_state){pk, after, (int32_t)si, i};
+                d.s[d.n] = (dp_state){pk, after, (int32_t)si, g};
                 d.hash[-h - 2] = (int32_t)d.n;
                 d.n++;
                 res->states++;
+                *work += (uint64_t)W + 4;
                 if (d.n - hi >= 2 * max_states) {
                     if (!dp_truncate(&d, hi, max_states)) goto out;
+                    *work += 2 * max_states * (uint64_t)(W + 40); /* sort and copy */
                     truncated = true;
                 }
             }
@@ -355,6 +402,7 @@ int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *regi
         }
         if (d.n == hi) { ret = 0; goto done; } /* nothing below the bound */
         if (d.n - hi > max_states) {
+            *work += (uint64_t)(d.n - hi) * (uint64_t)(W + 40);
             if (!dp_truncate(&d, hi, max_states)) goto out;
             truncated = true;
         }
@@ -365,9 +413,10 @@ int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *regi
     {
         size_t best = lo;
         res->peak = d.s[best].peak;
-        int32_t idx = (int32_t)best;
-        for (int32_t L = k - 1; L >= 0; L--) {
-            out[L] = region[d.s[idx].op];
+        int32_t idx = (int32_t)best, at = k;
+        for (int32_t L = ng - 1; L >= 0; L--) {
+            int32_t g = d.s[idx].op;
+            for (int32_t i = GHI(g) - 1; i >= GLO(g); i--) out[--at] = region[i];
             idx = d.s[idx].parent;
         }
         ret = 1;
@@ -377,9 +426,14 @@ done:
 out:
     bp__free(d.a, keys, (size_t)k * sizeof *keys);
     bp__free(d.a, S2, (size_t)W * sizeof *S2);
+    bp__free(d.a, T, (size_t)W * sizeof *T);
+    bp__free(d.a, gmask, (size_t)ng * W * sizeof *gmask);
+    bp__free(d.a, gpred, (size_t)ng * W * sizeof *gpred);
     bp__free(d.a, tmp, (ntouch + 1) * sizeof *tmp);
     dp_free(&d);
     return ret;
+#undef GLO
+#undef GHI
 }
 
 /* ------------------------------------------------------------- portfolio */
@@ -556,6 +610,71 @@ out:
 
 /* ------------------------------------------------------------------ best */
 
+/* 4 and 5: window search, then local search, from the best order so far
+ * (b->best); b, *work, *optimal and *states are updated. */
+static bp_status best_refine(bp__sched_env *env, best_ctx *b, int32_t *cand, int32_t *win, uint64_t *bprof,
+                             uint64_t *workp, uint64_t limit, double deadline, uint64_t flb, int *optimalp,
+                             uint64_t *statesp, bp_error *err)
+{
+    const bp_graph *g = env->sg.g;
+    int32_t n = env->sg.n;
+    bp_status st = BP_OK;
+    uint64_t work = *workp, states = *statesp;
+    int optimal = *optimalp;
+    /* 4. window search around the peak */
+    static const int32_t wsize[] = {10, 16, 24, 36};
+    static const size_t wcap[] = {1024, 1024, 2048, 2048};
+    while (!optimal && work < limit && n > 2 && bp__now() < deadline) {
+        bool improved = false;
+        int32_t tried = 0;
+        bp__eval_profile(&env->ev, b->best, bprof);
+        for (int32_t p = 0; p < n && !improved && tried < 16 && work < limit; p++) {
+            if (bprof[p] != b->peak) continue;
+            tried++;
+            for (size_t wi = 0; wi < sizeof wsize / sizeof wsize[0] && !improved && work < limit && bp__now() < deadline; wi++) {
+                int32_t w = wsize[wi] < n ? wsize[wi] : n;
+                int32_t lo = p - w / 2;
+                if (lo < 0) lo = 0;
+                if (lo + w > n) lo = n - w;
+                bp__sim_reset(&env->sim);
+                for (int32_t i = 0; i < lo; i++) bp__sim_run(&env->sim, b->best[i]);
+                work += (uint64_t)lo * 40 + (uint64_t)(n + env->sg.ns) * 4;
+                bp__dp_result r;
+                int ok = bp__sched_dp(&env->sg, &env->sim, b->best + lo, w, b->peak + 1, wcap[wi], &work, 0, win, &r);
+                states += r.states;
+                if (ok < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the window search", g->name); return st; }
+                if (ok != 1) continue;
+                memcpy(cand, b->best, (size_t)n * sizeof *cand);
+                memcpy(cand + lo, win, (size_t)w * sizeof *cand);
+                work += run_cost(&env->sg) / 4;
+                const char *wn = b->name;
+                if (strncmp(wn, "window", 6) != 0) wn = "window";
+                if (best_consider(b, cand, wn)) improved = true;
+            }
+        }
+        if (!improved) break;
+        if (b->peak <= flb) optimal = 1;
+    }
+    /* 5. local search on the whole order around the peak (after the window
+     * search: it only ever improves on what the windows left) */
+    if (!optimal && work < limit && bp__now() < deadline) {
+        memcpy(cand, b->best, (size_t)n * sizeof *cand);
+        uint64_t lim = work + (limit - work) / 2;
+        int lr = bp__sched_local(&env->sg, &env->ev, cand, &work, lim);
+        if (lr < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the local search", g->name); return st; }
+        if (lr > 0) {
+            char const *ln = b->name;
+            best_consider(b, cand, strstr(ln, "+local") || !strcmp(ln, "local") ? ln : "local");
+        }
+        if (b->peak <= flb) optimal = 1;
+    }
+
+    *workp = work;
+    *statesp = states;
+    *optimalp = optimal;
+    return st;
+}
+
 bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *order, bp_schedule_info *info,
                          bp_error *err)
 {
@@ -617,52 +736,29 @@ bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *
         if (b.peak <= flb) optimal = 1;
     }
 
-    /* 4. window search around the peak */
-    static const int32_t wsize[] = {10, 16, 24, 36};
-    static const size_t wcap[] = {1024, 1024, 2048, 2048};
-    while (!optimal && work < limit && n > 2 && bp__now() < deadline) {
-        bool improved = false;
-        int32_t tried = 0;
-        bp__eval_profile(&env->ev, b.best, bprof);
-        for (int32_t p = 0; p < n && !improved && tried < 16 && work < limit; p++) {
-            if (bprof[p] != b.peak) continue;
-            tried++;
-            for (size_t wi = 0; wi < sizeof wsize / sizeof wsize[0] && !improved && work < limit && bp__now() < deadline; wi++) {
-                int32_t w = wsize[wi] < n ? wsize[wi] : n;
-                int32_t lo = p - w / 2;
-                if (lo < 0) lo = 0;
-                if (lo + w > n) lo = n - w;
-                bp__sim_reset(&env->sim);
-                for (int32_t i = 0; i < lo; i++) bp__sim_run(&env->sim, b.best[i]);
-                work += (uint64_t)lo * 40 + (uint64_t)(n + env->sg.ns) * 4;
-                bp__dp_result r;
-                int ok = bp__sched_dp(&env->sg, &env->sim, b.best + lo, w, b.peak + 1, wcap[wi], &work, 0, win, &r);
-                states += r.states;
-                if (ok < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the window search", g->name); goto out; }
-                if (ok != 1) continue;
-                memcpy(cand, b.best, (size_t)n * sizeof *cand);
-                memcpy(cand + lo, win, (size_t)w * sizeof *cand);
-                work += run_cost(&env->sg) / 4;
-                const char *wn = b.name;
-                if (strncmp(wn, "window", 6) != 0) wn = "window";
-                if (best_consider(&b, cand, wn)) improved = true;
-            }
-        }
-        if (!improved) break;
-        if (b.peak <= flb) optimal = 1;
-    }
-    /* 5. local search on the whole order around the peak (after the window
-     * search: it only ever improves on what the windows left) */
-    if (!optimal && work < limit && bp__now() < deadline) {
-        memcpy(cand, b.best, (size_t)n * sizeof *cand);
+    /* 4, 5. window search and local search */
+    st = best_refine(env, &b, cand, win, bprof, &work, limit, deadline, flb, &optimal, &states, err);
+    if (st) goto out;
+
+    /* 6. decomposition (schedule_decomp.c): cut points, components,
+     * single-entry/single-exit regions as macro-ops, exact search on the
+     * pieces, with the best order so far as the fallback of every piece.
+     * After the refinement, so that it only ever adds a candidate; when it
+     * is better, the refinement runs again from it. */
+    if (!optimal && work < limit && n > 2 && bp__now() < deadline) {
+        bp__decomp_info di;
         uint64_t lim = work + (limit - work) / 2;
-        int lr = bp__sched_local(&env->sg, &env->ev, cand, &work, lim);
-        if (lr < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the local search", g->name); goto out; }
-        if (lr > 0) {
-            char const *ln = b.name;
-            best_consider(&b, cand, strstr(ln, "+local") || !strcmp(ln, "local") ? ln : "local");
-        }
+        int dr = bp__decomp_schedule(&env->sg, &env->sim, &env->ev, b.best, b.peak + 1, 0, cand, &work, lim, &di);
+        if (dr < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the decomposition", g->name); goto out; }
+        states += di.states;
+        bool better = best_consider(&b, cand, "decomp");
+        /* optimal pieces joined at cut points: no order is below it */
+        if (di.proven && bp__eval_peak(&env->ev, cand, NULL) <= b.peak) optimal = 1;
         if (b.peak <= flb) optimal = 1;
+        if (better && !optimal) {
+            st = best_refine(env, &b, cand, win, bprof, &work, limit, deadline, flb, &optimal, &states, err);
+            if (st) goto out;
+        }
     }
 
     if (info) {

@@ -129,7 +129,8 @@ bp_status bp__sched_seed(const bp__sgraph *sg, const double *cost, double alpha,
  * (every predecessor outside the region has run there).  At most max_states
  * states per layer: beyond it only the best are kept (beam search, result
  * not proven).  Only steps below `bound` are allowed.  out gets the region's
- * ops in the best order found.  *work counts transitions times touches; the
+ * ops in the best order found.  *work counts transitions times touches, hash
+ * lookups, insertions and the sorting of a layer past its cap; the
  * search gives up (not proven, nothing found) past work_limit (0 = none).
  * Returns 1 if an order was found, 0 if not, -1 when out of memory. */
 typedef struct bp__dp_result {
@@ -141,6 +142,13 @@ typedef struct bp__dp_result {
 int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *region, int32_t k,
                  uint64_t bound, size_t max_states, uint64_t *work, uint64_t work_limit,
                  int32_t *out, bp__dp_result *res);
+/* The same search over macro-ops: region[grp_off[g] .. grp_off[g+1]-1] is
+ * macro-op g (ng of them), a topological sequence that always runs as a
+ * block; a state is a set of macro-ops, a transition runs one whole block
+ * (its step memory checked op by op).  grp_off NULL: every op alone. */
+int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_t *region, int32_t k,
+                        const int32_t *grp_off, int32_t ng, uint64_t bound, size_t max_states,
+                        uint64_t *work, uint64_t work_limit, int32_t *out, bp__dp_result *res);
 
 /* Runs every fast scheduler (given when topological, kahn, dfs, list, lpmf,
  * seed with opts' and a few other weights); order gets the lowest peak
@@ -156,6 +164,43 @@ uint64_t bp__sched_portfolio(const bp__sgraph *sg, bp__eval *ev, const bp_plan_o
  * steps).  *work grows by the work done; stops past work_limit.  Returns 1 if
  * it improved the order, 0 if not, -1 when out of memory (order unchanged). */
 int bp__sched_local(const bp__sgraph *sg, bp__eval *ev, int32_t *order, uint64_t *work, uint64_t work_limit);
+
+/* Decomposition (schedule_decomp.c).  Over a DAG whose vertices 0..n-1 are
+ * numbered in a topological order, adjacency as CSR:
+ *   idom: immediate dominators from a virtual root n joined to every vertex
+ *         without predecessors (adj = predecessors, rev = 0), or immediate
+ *         post-dominators from a virtual sink n (adj = successors, rev = 1).
+ *         idom/dep/jmp get n + 1 entries (the tree, with skew-binary jump
+ *         pointers); idom[n] = n.  O((V + E) log V).
+ *   cuts: cut[v] = 1 when every other vertex is an ancestor or a descendant
+ *         of v (v has the same step in every topological order), from each
+ *         vertex's first successor fs[v] (n if none) and last predecessor
+ *         lp[v] (-1 if none).  Vertices with ign[v] set (ign may be NULL;
+ *         only vertices without predecessors) are left out: the cut points
+ *         of the graph without them (lp must then skip them).  O(V). */
+void bp__decomp_idom(int32_t n, const int32_t *off, const int32_t *adj, int rev, int32_t *idom, int32_t *dep,
+                     int32_t *jmp);
+void bp__decomp_cuts(int32_t n, const int32_t *fs, const int32_t *lp, const uint8_t *ign, uint8_t *cut);
+
+typedef struct bp__decomp_info {
+    uint64_t peak;        /* the step model's peak of the order */
+    int proven;           /* optimal: exact pieces joined at cut points only */
+    int32_t cuts, regions, comps, dps;   /* what the decomposition used */
+    int32_t free_ops;     /* ops touching no storage, moved next to their successor */
+    uint64_t states;      /* exact-search states */
+} bp__decomp_info;
+
+/* Decomposed schedule: splits the ops at cut points, then into weakly
+ * connected components, then contracts maximal single-entry/single-exit
+ * regions into macro-ops, solving small pieces with the exact search (bound
+ * as bp__sched_dp's, state caps), larger ones from `in` (a topological
+ * order: the fallback order of every piece).  Pieces of up to exact_max ops
+ * (<= 0: the default, 40) go to the exact search.  out gets a topological order.
+ * sim is a step simulator of sg (reset here, left in an unspecified state);
+ * ev, an evaluator of sg or NULL, gives the input's profile faster.
+ * Returns 1, or -1 when out of memory.  Deterministic: work, not time. */
+int bp__decomp_schedule(const bp__sgraph *sg, bp__sim *sim, bp__eval *ev, const int32_t *in, uint64_t bound,
+                        int32_t exact_max, int32_t *out, uint64_t *work, uint64_t work_limit, bp__decomp_info *info);
 
 /* What the drivers (bp_schedule_ex, best, optimal) set up before they
  * schedule: the sgraph, its evaluator, optionally a step simulator, and the
