@@ -610,6 +610,9 @@ out:
 
 /* ------------------------------------------------------------------ best */
 
+/* the decomposition's least work allowance (about 0.25 s) */
+#define DECOMP_MIN_WORK ((uint64_t)(BP_WORK_PER_SECOND / 4))
+
 /* 4 and 5: window search, then local search, from the best order so far
  * (b->best); b, *work, *optimal and *states are updated. */
 static bp_status best_refine(bp__sched_env *env, best_ctx *b, int32_t *cand, int32_t *win, uint64_t *bprof,
@@ -747,7 +750,11 @@ bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *
      * is better, the refinement runs again from it. */
     if (!optimal && work < limit && n > 2 && bp__now() < deadline) {
         bp__decomp_info di;
-        uint64_t lim = work + (limit - work) / 2;
+        /* at most half of what is left, and no more than half what steps 1-5 spent
+         * (a floor for small graphs): it rarely wins on large ones, and
+         * planning time should not be dominated by a long shot */
+        uint64_t share = (limit - work) / 2, cap = work / 2 > DECOMP_MIN_WORK ? work / 2 : DECOMP_MIN_WORK;
+        uint64_t lim = work + (share < cap ? share : cap);
         int dr = bp__decomp_schedule(&env->sg, &env->sim, &env->ev, b.best, b.peak + 1, 0, cand, &work, lim, &di);
         if (dr < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the decomposition", g->name); goto out; }
         states += di.states;
