@@ -32,4 +32,12 @@ static inline const bp_allocator *bp__assign_alloc(const bp_assign_options *o)
 bp_status bp__intervals_check_alloc(const bp_allocator *a, const bp_interval *iv, size_t n,
                                     const uint64_t *offsets, uint64_t arena, bp_error *err);
 
+/* search (assign_search.c) with a budget of max_nodes search nodes over
+ * all its probes (0 = none).  With a budget the incumbent phase runs on its
+ * work budgets alone (no deadline), so the result is a function of the
+ * input and the budget; the time limit can only cut it shorter.  Reads
+ * res->lower_bound (max-live) as bp__assign_search does. */
+bp_status bp__assign_search_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, uint64_t max_nodes,
+                               uint64_t *offsets, bp_assign_result *res, bp_error *err);
+
 #endif
