@@ -20,10 +20,20 @@
  * best arena so far; the orders stop at the lower bound.  The result is
  * never above naive (naive's layout is taken if it were).
  *
- * Up to 20,000 intervals (200,000 in search's incumbent phase) the canonical greedy (assign_greedy.c: skyline
- * packing, lowest floor first, squeaky-wheel reordering) then runs on a
- * small deterministic work budget and is kept when it is smaller; it is what
- * brings the MiniMalloc instances from ~1.33 to ~1.15 x the lower bound.
+ * Small inputs (up to 20,000 free intervals and 2M overlapping pairs) then
+ * get the improvement phase (assign_improve.c) on a deterministic work
+ * budget (6 x 10^5 units, ~2 ms here): without fixed offsets (and up to
+ * 2,000 intervals; above, the greedy alone as before), randomised
+ * skyline constructions that fill the lowest stretch with the set of
+ * buffers that covers it best, stopped early by a waste bound (only two
+ * size-ordered runs precede them), then the canonical
+ * greedy (assign_greedy.c: skyline packing, lowest floor first, static
+ * priorities, squeaky wheel) on a small budget; with fixed offsets, the canonical greedy with its
+ * squeaky-wheel passes, then an iterated greedy over placement orders.
+ * This brings the MiniMalloc instances from ~1.07-1.19 to ~1.00-1.10 x the
+ * best known (docs/BENCHMARKS.md).  Search's incumbent phase (quality mode) runs the greedy on
+ * its larger budget (up to 200,000 intervals) until its deadline, without
+ * the improvement phase.
  *
  * Without fixed offsets, an online best-fit pass in time order runs first,
  * whatever the size: frees come from a heap on upper, and the free gaps sit
@@ -47,6 +57,9 @@
 #define BF_OVERLAP_BUDGET UINT64_C(60000000)
 #define BF_SIZE_RUNS_ONE 500000u
 #define BF_SIZE_RUNS_MAX 2000000u
+/* size-ordered runs before the improvement phase (small inputs without
+ * pre-placed buffers) */
+#define BF_SIZE_RUNS_SMALL 2
 /* The canonical greedy (assign_greedy.c) runs up to this many free
  * intervals in bestfit (its overlap lists cost O(n + overlaps) to build) and
  * in search's incumbent phase, with these work budgets (overlap visits). */
@@ -54,6 +67,28 @@
 #define BF_GREEDY_MAX_SEARCH 200000u
 #define BF_GREEDY_WORK 150000u
 #define BF_GREEDY_WORK_SEARCH 5000000u
+/* The improvement phase (assign_improve.c): at most this many overlapping
+ * pairs, and these work budgets (its own units: skyline steps and overlap
+ * visits; 10^6 is ~3 ms here).  Without pre-placed buffers / with them. */
+#define BF_IMPROVE_PAIRS 2000000u
+/* The skyline constructions (no pre-placed buffers) run up to this many
+ * intervals: above it the budget buys too few of them to beat the greedy,
+ * which then runs on its own budget as before. */
+#define BF_SKYLINE_MAX 2000u
+#define BF_IMPROVE_WORK 600000u
+/* after the skyline: the greedy on a small budget (a few passes: it still
+ * wins on some inputs, e.g. MiniMalloc's D and densenet121) */
+#define BF_GREEDY_WORK_AFTER 40000u
+#define BF_IMPROVE_WORK_FIXED 300000u
+/* ... scaled down for tiny inputs (a few thousand units per interval is
+ * plenty there, and search calls bestfit on every sub-problem it tries) */
+#define BF_IMPROVE_PER_INTERVAL 4096u
+
+static uint64_t bf_improve_work(size_t n, uint64_t budget)
+{
+    uint64_t w = (uint64_t)n * BF_IMPROVE_PER_INTERVAL;
+    return w < budget ? w : budget;
+}
 
 typedef struct bf_conf { uint64_t off, end; } bf_conf;
 
@@ -553,6 +588,8 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         if (m > BF_SIZE_RUNS_MAX) n_orders = 0;
         if (n_orders == 0 && n_free == m && m > BF_TIME_ORDER_MIN) { res->arena_bytes = best; goto done; }
         if (n_orders == 0) n_orders = 1;   /* nothing else ran: one order, whatever it costs */
+        /* the skyline constructions follow: two orders are enough */
+        if (n_free == m && n_free <= BF_SKYLINE_MAX && n_orders > BF_SIZE_RUNS_SMALL) n_orders = BF_SIZE_RUNS_SMALL;
     }
     /* The interval tree over ranks of distinct lowers.  qa[i] = rank of
      * lower; work[i] = rank of upper = number of distinct lowers < upper. */
@@ -658,12 +695,26 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
             memcpy(offsets, work, n * sizeof *offsets);
         }
     }
-    /* the canonical greedy with squeaky-wheel passes: a few passes here,
-     * many (until the deadline) as search's incumbent phase */
-    if (best > lb && n_free <= (quality ? BF_GREEDY_MAX_SEARCH : BF_GREEDY_MAX) && (!deadline || bp__now() < deadline)) {
-        uint64_t wk = quality ? BF_GREEDY_WORK_SEARCH : BF_GREEDY_WORK;
+    /* Small inputs: the improvement phase (assign_improve.c).  Without
+     * pre-placed buffers its skyline constructions run first and the
+     * canonical greedy gets a small budget after them; with them, the
+     * greedy runs and the search over orders follows.  Search's incumbent
+     * phase (quality) runs the greedy only, as before. */
+    bool greedy_done = false;
+    if (best > lb && !quality && n_free == m && n_free <= BF_SKYLINE_MAX) {
+        int g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, bf_improve_work(n, BF_IMPROVE_WORK), 0, offsets, &best);
+        if (g < 0) goto oom;
+        greedy_done = g == 0;
+    }
+    if (best > lb && n_free <= (quality ? BF_GREEDY_MAX_SEARCH : BF_GREEDY_MAX) &&
+        (!deadline || bp__now() < deadline)) {
+        uint64_t wk = quality ? BF_GREEDY_WORK_SEARCH : greedy_done ? BF_GREEDY_WORK_AFTER : BF_GREEDY_WORK;
         int g = bp__assign_greedy(a, iv, n, lb, wk, deadline, offsets, &best);
         if (g < 0) goto oom;
+        if (best > lb && !quality && n_free < m) {
+            g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, bf_improve_work(n, BF_IMPROVE_WORK_FIXED), 0, offsets, &best);
+            if (g < 0) goto oom;
+        }
     }
     res->arena_bytes = best;
     goto done;

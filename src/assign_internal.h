@@ -32,6 +32,16 @@ static inline const bp_allocator *bp__assign_alloc(const bp_assign_options *o)
 bp_status bp__intervals_check_alloc(const bp_allocator *a, const bp_interval *iv, size_t n,
                                     const uint64_t *offsets, uint64_t arena, bp_error *err);
 
+/* Iterated greedy over placement orders (assign_improve.c), from the
+ * solution in offsets[] (all n; *arena its arena).  Gives up (returns 1,
+ * nothing done) above `max_pairs` pairs of free buffers overlapping in time;
+ * otherwise runs until `work` overlap visits are spent, the lower bound
+ * `lb` is reached, or the clock passes `deadline` (0 = none).  Updates
+ * offsets[] and *arena only when it found a smaller arena.  Returns 0, 1,
+ * or -1 out of memory. */
+int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t max_pairs,
+                       uint64_t work, double deadline, uint64_t *offsets, uint64_t *arena);
+
 /* search (assign_search.c) with a budget of max_nodes search nodes over
  * all its probes (0 = none).  With a budget the incumbent phase runs on its
  * work budgets alone (no deadline), so the result is a function of the

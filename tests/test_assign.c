@@ -5,6 +5,7 @@
  * coloring.  Plus bad input. */
 #include "bufplan.h"
 #include "check.h"
+#include "assign_internal.h"
 
 #include <stdint.h>
 
@@ -338,6 +339,166 @@ static void test_large(void)
     }
 }
 
+/* ------------------------------------------------- improvement phase */
+
+/* A ledger allocator that fails its fail_at-th call (0 = never). */
+typedef struct led { unsigned long calls, fail_at, failed; long blocks; long long bytes; int bad; } led;
+typedef struct led_hdr { size_t size; uint64_t magic; } led_hdr;
+static void *led_alloc(void *ctx, size_t n)
+{
+    led *l = ctx;
+    if (++l->calls == l->fail_at) { l->failed = 1; return NULL; }
+    led_hdr *h = malloc(sizeof *h + n);
+    if (!h) return NULL;
+    h->size = n; h->magic = 0x1ed;
+    l->blocks++; l->bytes += (long long)n;
+    return h + 1;
+}
+static void led_free(void *ctx, void *p, size_t n)
+{
+    led *l = ctx;
+    if (!p) return;
+    led_hdr *h = (led_hdr *)p - 1;
+    if (h->magic != 0x1ed || h->size != n) l->bad = 1;
+    l->blocks--; l->bytes -= (long long)n;
+    free(h);
+}
+static void *led_realloc(void *ctx, void *p, size_t old, size_t n)
+{
+    void *q = led_alloc(ctx, n);
+    if (!q) return NULL;
+    if (p) { memcpy(q, p, old < n ? old : n); led_free(ctx, p, old); }
+    return q;
+}
+
+/* The lower bound the assigners use: max-live, or the top of the pre-placed. */
+static uint64_t improve_lb(const bp_interval *iv, size_t n)
+{
+    uint64_t lb = brute_max_live(iv, n);
+    for (size_t i = 0; i < n; i++)
+        if (iv[i].size && iv[i].fixed_offset != BP_NO_OFFSET && iv[i].fixed_offset + iv[i].size > lb)
+            lb = iv[i].fixed_offset + iv[i].size;
+    return lb;
+}
+
+/* The plain greedy (assign_greedy.c) from naive's layout: the start. */
+static uint64_t improve_start(const bp_interval *iv, size_t n, uint64_t lb, uint64_t *off)
+{
+    bp_assign_result r;
+    bp_error e;
+    CHECK_OK(bp_assign_intervals(iv, n, BP_ASSIGN_NAIVE, NULL, off, &r, &e), e);
+    uint64_t ar = r.arena_bytes;
+    CHECK(bp__assign_greedy(&bp__libc_allocator, iv, n, lb, 150000, 0, off, &ar) >= 0);
+    return ar;
+}
+
+/* Property: from the plain greedy's solution, the improvement phase returns
+ * a valid layout (checker and pairwise oracle) whose arena is what its
+ * offsets say, never above the start nor below max-live, and the same
+ * offsets on a second run (deterministic).  Random instances with and
+ * without pre-placed intervals (skyline and order search), alignments and
+ * zero sizes. */
+static void test_improve_property(void)
+{
+    ull seed = 4242;
+    enum { MAXN = 48 };
+    bp_interval iv[MAXN];
+    uint64_t start[MAXN], off[MAXN], off2[MAXN];
+    int better = 0, with_fixed = 0;
+    for (int round = 0; round < 600; round++) {
+        size_t n = 2 + test_rand(&seed) % (MAXN - 1);
+        random_instance(&seed, iv, n, round % 2);
+        uint64_t lb = improve_lb(iv, n);
+        uint64_t ar0 = improve_start(iv, n, lb, start);
+        uint64_t work = 2000 + test_rand(&seed) % 50000;
+        uint64_t ar = ar0, ar2 = ar0;
+        memcpy(off, start, n * sizeof *off);
+        memcpy(off2, start, n * sizeof *off2);
+        CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off, &ar) == 0);
+        CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off2, &ar2) == 0);
+        CHECK_MSG(ar <= ar0, "round %d: improvement %llu above its start %llu", round, (ull)ar, (ull)ar0);
+        CHECK(ar >= lb);
+        CHECK_MSG(ar == ar2 && !memcmp(off, off2, n * sizeof *off), "round %d: two runs differ", round);
+        uint64_t real = 0;
+        for (size_t i = 0; i < n; i++) if (iv[i].size && off[i] + iv[i].size > real) real = off[i] + iv[i].size;
+        CHECK_MSG(real == ar, "round %d: arena %llu, offsets say %llu", round, (ull)ar, (ull)real);
+        bp_error e;
+        bp_status cs = bp_intervals_check(iv, n, off, ar, &e);
+        CHECK_MSG(cs == BP_OK, "round %d: %s", round, e.msg);
+        CHECK_MSG(brute_valid(iv, n, off), "round %d: pairwise check fails", round);
+        if (ar < ar0) better++;
+        for (size_t i = 0; i < n; i++) if (iv[i].size && iv[i].fixed_offset != BP_NO_OFFSET) { with_fixed++; break; }
+    }
+    /* the phase must actually do something on some of them */
+    CHECK_MSG(better > 5, "the improvement phase improved only %d instances", better);
+    CHECK(with_fixed > 20);
+    fprintf(stderr, "improvement phase: %d of 600 random instances better than the plain greedy\n", better);
+}
+
+/* Every allocation of the improvement phase fails in turn, with and without
+ * pre-placed intervals: -1 when one failed, no byte left, every free with
+ * its allocation's size; otherwise the same result as without faults. */
+static void test_improve_faults(void)
+{
+    for (int fixed = 0; fixed < 2; fixed++) {
+        ull seed = 99 + (ull)fixed;
+        bp_interval iv[40];
+        uint64_t start[40], off[40], ref[40];
+        size_t n = 40;
+        random_instance(&seed, iv, n, 0);
+        if (fixed) { iv[0].fixed_offset = 0; iv[1].fixed_offset = iv[0].size; iv[1].alignment = 0; iv[0].alignment = 0; }
+        /* bound 0: the phase spends its whole budget whatever the greedy reached */
+        uint64_t lb = 0, ar0 = improve_start(iv, n, improve_lb(iv, n), start);
+        led l0 = {0};
+        bp_allocator a0 = { led_alloc, led_realloc, led_free, &l0 };
+        uint64_t ar_ref = ar0;
+        memcpy(ref, start, sizeof ref);
+        CHECK(bp__assign_improve(&a0, iv, n, lb, 2000000, 100000, 0, ref, &ar_ref) == 0);
+        CHECK(l0.blocks == 0 && l0.bytes == 0 && !l0.bad);
+        CHECK(l0.calls > 5);
+        for (unsigned long k = 1; k <= l0.calls + 1; k++) {
+            led l = { .fail_at = k };
+            bp_allocator a = { led_alloc, led_realloc, led_free, &l };
+            uint64_t ar = ar0;
+            memcpy(off, start, sizeof off);
+            int rc = bp__assign_improve(&a, iv, n, lb, 2000000, 100000, 0, off, &ar);
+            if (l.failed) CHECK_MSG(rc == -1, "fixed %d: allocation %lu failed, rc %d", fixed, k, rc);
+            else CHECK(rc == 0 && ar == ar_ref && !memcmp(off, ref, sizeof off));
+            CHECK_MSG(l.blocks == 0 && l.bytes == 0 && !l.bad, "fixed %d: allocation %lu: %lld bytes left%s", fixed, k,
+                      l.bytes, l.bad ? ", bad free" : "");
+        }
+    }
+}
+
+/* On the MiniMalloc instances (BP_DATA): bestfit is deterministic, verified,
+ * and not above the plain greedy from naive's layout. */
+static void test_improve_minimalloc(void)
+{
+    int found = 0;
+    for (char c = 'A'; c <= 'K'; c++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/minimalloc/challenging/%c.1048576.csv", test_data_dir(), c);
+        bp_instance *in;
+        bp_error e;
+        if (bp_instance_read_csv(path, NULL, &in, &e) != BP_OK) continue;
+        found++;
+        size_t n = in->n;
+        uint64_t *off = calloc(n, sizeof *off), *off2 = calloc(n, sizeof *off2), *g = calloc(n, sizeof *g);
+        bp_assign_result r, r2;
+        CHECK_OK(bp_assign_intervals(in->iv, n, BP_ASSIGN_BESTFIT, NULL, off, &r, &e), e);
+        CHECK_OK(bp_assign_intervals(in->iv, n, BP_ASSIGN_BESTFIT, NULL, off2, &r2, &e), e);
+        CHECK_OK(bp_intervals_check(in->iv, n, off, r.arena_bytes, &e), e);
+        CHECK_MSG(r.arena_bytes == r2.arena_bytes && !memcmp(off, off2, n * sizeof *off), "%c: two runs differ", c);
+        uint64_t ga = improve_start(in->iv, n, r.lower_bound, g);
+        CHECK_MSG(r.arena_bytes <= ga, "%c: bestfit %llu above the plain greedy %llu", c, (ull)r.arena_bytes, (ull)ga);
+        fprintf(stderr, "%c: bestfit %llu, plain greedy %llu, max-live %llu\n", c, (ull)r.arena_bytes, (ull)ga,
+                (ull)r.lower_bound);
+        free(off); free(off2); free(g);
+        bp_instance_free(in);
+    }
+    if (!found) fprintf(stderr, "test_assign: no MiniMalloc instances under BP_DATA, skipped\n");
+}
+
 int main(void)
 {
     test_small_cases();
@@ -345,5 +506,8 @@ int main(void)
     test_checker();
     test_random();
     test_large();
+    test_improve_property();
+    test_improve_faults();
+    test_improve_minimalloc();
     return check_status();
 }

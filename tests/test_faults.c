@@ -15,6 +15,7 @@
 #include <bufplan.h>
 #include <bufplan_limits.h>
 #include "check.h"
+#include "assign_internal.h"
 
 #include <stdio.h>
 #include <stdbool.h>
@@ -242,19 +243,28 @@ static struct { size_t n, n_fixed; int64_t span; unsigned long long seed; } sear
     {36, 0, 14, 4}, {30, 2, 12, 20},
 };
 
-/* Moves each case's seed forward until bestfit alone stays above max-live,
- * so that search has something to search (bestfit keeps getting better). */
+/* Moves each case's seed forward until bestfit alone stays above max-live
+ * (so that search has something to search: bestfit keeps getting better)
+ * and search finishes within a node budget (the sweep reruns it once per
+ * allocation point). */
 static void pick_search_seeds(void)
 {
     for (size_t c = 0; c < sizeof search_cases / sizeof search_cases[0]; c++) {
-        for (int tries = 0; tries < 1000; tries++, search_cases[c].seed++) {
+        bool found = false;
+        for (int tries = 0; tries < 1000 && !found; tries++, search_cases[c].seed += !found) {
             bp_interval iv[64];
+            uint64_t off[64];
             bp_assign_result r;
             bp_error err = {0};
             rand_intervals(iv, search_cases[c].n, search_cases[c].n_fixed, search_cases[c].span, search_cases[c].seed);
             REQUIRE(run_assign(bp_allocator_default(), iv, search_cases[c].n, BP_ASSIGN_BESTFIT, &r, &err) == BP_OK);
-            if (r.arena_bytes > r.lower_bound) break;
+            if (r.arena_bytes <= r.lower_bound) continue;
+            bp_assign_options o;
+            bp_assign_options_init(&o);
+            REQUIRE(bp__assign_search_ex(iv, search_cases[c].n, &o, 200000, off, &r, &err) == BP_OK);
+            found = r.optimal && r.nodes > 0;
         }
+        CHECK_MSG(found, "no seed for search case %zu", c);
     }
 }
 

@@ -1,0 +1,690 @@
+/*
+ * assign_improve.c — bestfit's improvement phase on small inputs: randomised
+ * skyline constructions, and an iterated greedy over placement orders.
+ *
+ * Skyline (no pre-placed buffers).  Time is cut at the distinct end points
+ * into segments; the skyline is the height of the packing over each one.  A
+ * construction repeatedly takes the lowest stretch of the skyline (a min
+ * tree over the segments finds it; leftmost on ties) and fills it at its
+ * level.  A fill chooses the set of unplaced buffers inside the stretch,
+ * disjoint in time, of most weight (weighted interval scheduling, one pass
+ * from the right over the segments: O(stretch + candidates)); a buffer
+ * weighs the time it covers, more when it is large or tops out level with a
+ * neighbour of the stretch, plus a little noise.  Filling the whole stretch
+ * at once is what these near-perfect packings (the MiniMalloc instances)
+ * need: the optimum leaves few gaps, and choosing one buffer at a time by a
+ * score cannot see which choices tile the stretch.  Every third
+ * construction is a pick instead: the one best-scored buffer (lifetime
+ * relative to the stretch, size, starts / ends at its ends, level with a
+ * neighbour): it wins on a few instances.  When nothing fits, the stretch is
+ * raised to its lower neighbour (that space is wasted).  A segment's level
+ * plus the bytes still unplaced in it bounds the arena (placements keep
+ * that sum, only waste raises it), so a construction stops as soon as a
+ * raise pushes some segment past the best arena so far.  The first
+ * constructions use fixed weights, the rest random ones, every other one a
+ * small perturbation of the best construction's weights.  Unplaced buffers
+ * are listed by first segment (ascending by last).
+ *
+ * Orders (with pre-placed buffers).  A
+ * solution is encoded as an order of the buffers; decoding places them in
+ * that order, each at the lowest aligned offset where it misses the placed
+ * buffers overlapping it in time and the pre-placed ones.  Decoding the
+ * buffers of any solution sorted by offset gives each an offset no higher
+ * than it had (the earlier ones end no higher, so its old offset is still
+ * free): the incumbent is never lost, and the optimum is some order's
+ * decoding.  Moves take a buffer ending at the peak (or any buffer) to an
+ * earlier position, or swap two buffers overlapping in time; only the
+ * suffix from the first changed position is decoded again, a decoding
+ * stops as soon as one buffer ends above the current arena, and moves that
+ * do not raise the arena are kept (walks along plateaus).  Each placement
+ * visits only the buffers overlapping it in time (adjacency lists built in
+ * one sweep, O(n log n + overlaps)).
+ *
+ * Deterministic: a fixed-seed xorshift generator and a work budget in
+ * deterministic units (skyline steps and candidates, overlap visits), not
+ * the clock; the caller scales it, and gives up above a number of
+ * overlapping pairs.  The optional deadline is for a caller on a clock
+ * (search's incumbent phase could use it); bestfit passes none.
+ */
+#include "assign_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct im_conf { uint64_t off, end; } im_conf;
+
+typedef struct im_ctx {
+    const bp_allocator *a;
+    uint32_t k;
+    uint32_t *orig;              /* k: index in the caller's array */
+    uint64_t *size, *align;      /* k */
+    uint32_t *adj_off, *adj;     /* CSR: free buffers overlapping in time */
+    uint32_t *fx_off;            /* CSR into fxo/fxe: pre-placed obstacles */
+    uint64_t *fxo, *fxe;
+    size_t n_adj, n_fx;
+    uint32_t *perm, *pos;        /* the order and each buffer's position in it */
+    uint64_t *off, *cur;         /* trial offsets; offsets of the current order */
+    uint64_t *pmax, *tmax;       /* k + 1: max end over positions < p (current / trial) */
+    im_conf *conf;               /* scratch, max degree */
+    size_t conf_cap;
+    uint64_t work;
+} im_ctx;
+
+typedef struct im_tp { int64_t t; uint32_t b, end; } im_tp;
+
+static int im_cmp_tp(const void *x, const void *y)
+{
+    const im_tp *a = x, *b = y;
+    if (a->t != b->t) return (a->t > b->t) - (a->t < b->t);
+    if (a->end != b->end) return (int)b->end - (int)a->end; /* ends first: half-open */
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+static uint64_t im_rand(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    return *s = x;
+}
+
+static void im_sort_conf(im_conf *c, size_t k)
+{
+    /* insertion sort for the short lists, quicksort (smaller side first) above */
+    while (k > 24) {
+        size_t mid = k / 2;
+        uint64_t a0 = c[0].off, a1 = c[mid].off, a2 = c[k - 1].off;
+        uint64_t piv = a0 < a1 ? (a1 < a2 ? a1 : (a0 < a2 ? a2 : a0)) : (a0 < a2 ? a0 : (a1 < a2 ? a2 : a1));
+        size_t i = 0, j = k - 1;
+        for (;;) {
+            while (c[i].off < piv) i++;
+            while (c[j].off > piv) j--;
+            if (i >= j) break;
+            im_conf t = c[i]; c[i] = c[j]; c[j] = t;
+            i++; j--;
+        }
+        /* [0, j] <= piv <= [j+1, k) */
+        size_t left = j + 1;
+        if (left < k - left) { im_sort_conf(c, left); c += left; k -= left; }
+        else { im_sort_conf(c + left, k - left); k = left; }
+    }
+    for (size_t i = 1; i < k; i++) {
+        im_conf v = c[i];
+        size_t j = i;
+        while (j > 0 && c[j - 1].off > v.off) { c[j] = c[j - 1]; j--; }
+        c[j] = v;
+    }
+}
+
+/* Decodes perm[p0..k) on top of the current prefix.  Returns the arena, or
+ * UINT64_MAX when a buffer ended above `cutoff` (*stop = its position). */
+static uint64_t im_decode(im_ctx *c, uint32_t p0, uint64_t cutoff, uint32_t *stop)
+{
+    uint64_t top = c->pmax[p0];
+    c->tmax[p0] = top;
+    for (uint32_t p = p0; p < c->k; p++) {
+        uint32_t b = c->perm[p];
+        size_t nc = 0;
+        uint32_t e0 = c->adj_off[b], e1 = c->adj_off[b + 1];
+        c->work += e1 - e0 + 1;
+        for (uint32_t e = e0; e < e1; e++) {
+            uint32_t x = c->adj[e];
+            if (c->pos[x] >= p) continue;
+            c->conf[nc].off = c->off[x];
+            c->conf[nc].end = c->off[x] + c->size[x];
+            nc++;
+        }
+        for (uint32_t e = c->fx_off[b]; e < c->fx_off[b + 1]; e++) {
+            c->conf[nc].off = c->fxo[e];
+            c->conf[nc].end = c->fxe[e];
+            nc++;
+        }
+        im_sort_conf(c->conf, nc);
+        uint64_t s = c->size[b], al = c->align[b], o = 0;
+        for (size_t i = 0; i < nc; i++) {
+            if (c->conf[i].off >= o + s) break;
+            if (c->conf[i].end > o) o = bp__align_up(c->conf[i].end, al);
+        }
+        c->off[b] = o;
+        if (o + s > top) {
+            top = o + s;
+            if (top > cutoff) { *stop = p; return UINT64_MAX; }
+        }
+        c->tmax[p + 1] = top;
+    }
+    *stop = c->k;
+    return top;
+}
+
+/* Trial outcome: keep (copy trial into current) or roll the offsets back. */
+static void im_commit(im_ctx *c, uint32_t p0)
+{
+    for (uint32_t p = p0; p < c->k; p++) c->cur[c->perm[p]] = c->off[c->perm[p]];
+    memcpy(c->pmax + p0 + 1, c->tmax + p0 + 1, (size_t)(c->k - p0) * sizeof *c->pmax);
+}
+
+static void im_rollback(im_ctx *c, uint32_t p0, uint32_t stop)
+{
+    for (uint32_t p = p0; p <= stop && p < c->k; p++) c->off[c->perm[p]] = c->cur[c->perm[p]];
+}
+
+/* Moves the buffer at position i to position j (j < i), shifting the rest. */
+static void im_move(im_ctx *c, uint32_t i, uint32_t j)
+{
+    uint32_t b = c->perm[i];
+    memmove(c->perm + j + 1, c->perm + j, (size_t)(i - j) * sizeof *c->perm);
+    c->perm[j] = b;
+    for (uint32_t p = j; p <= i; p++) c->pos[c->perm[p]] = p;
+}
+
+/* ... and back: the buffer at j returns to i. */
+static void im_unmove(im_ctx *c, uint32_t i, uint32_t j)
+{
+    uint32_t b = c->perm[j];
+    memmove(c->perm + j, c->perm + j + 1, (size_t)(i - j) * sizeof *c->perm);
+    c->perm[i] = b;
+    for (uint32_t p = j; p <= i; p++) c->pos[c->perm[p]] = p;
+}
+
+static void im_swap(im_ctx *c, uint32_t i, uint32_t j)
+{
+    uint32_t t = c->perm[i];
+    c->perm[i] = c->perm[j]; c->perm[j] = t;
+    c->pos[c->perm[i]] = i; c->pos[c->perm[j]] = j;
+}
+
+
+/* ------------------------------------------------------------ skyline */
+
+/* Skyline construction over the compressed time axis (no pre-placed
+ * buffers): the lowest stretch of the skyline [a, b) gets one of the
+ * unplaced buffers whose lifetime lies inside it, chosen by a scored rule;
+ * when none fits, the stretch is raised to its lower neighbour (that space
+ * is wasted).  Weights w[] vary the rule between constructions. */
+typedef struct im_sky {
+    uint32_t S;                  /* segments */
+    uint32_t *ls, *us;           /* k: first / past-last segment of each buffer */
+    uint64_t *h;                 /* S: skyline height */
+    uint64_t *mn;                /* 2 * P: min tree over h (leaves P.., past S = max) */
+    uint32_t P;
+    uint32_t *head;              /* S: first unplaced buffer starting at the segment, UINT32_MAX = none */
+    uint32_t *nx, *pv;           /* k: links */
+    int64_t *tpt;                /* S + 1: the time points */
+    double inv_max;              /* 1 / the largest size */
+    uint32_t *byus;              /* k: buffers by last segment descending */
+    uint64_t *R, *R0;            /* S: unplaced bytes live in each segment (now / at the start) */
+    double *f;                   /* S + 1: the fill's best weight from each segment of the stretch on */
+    uint32_t *fc;                /* S + 1: its first buffer there, UINT32_MAX = the segment stays empty */
+} im_sky;
+
+static void im_sky_unlink(im_sky *y, uint32_t b)
+{
+    if (y->pv[b] != UINT32_MAX) y->nx[y->pv[b]] = y->nx[b]; else y->head[y->ls[b]] = y->nx[b];
+    if (y->nx[b] != UINT32_MAX) y->pv[y->nx[b]] = y->pv[b];
+}
+
+/* h[l..u) = v, and the min tree above it. */
+static void im_sky_set(im_ctx *c, im_sky *y, uint32_t l, uint32_t u, uint64_t v)
+{
+    for (uint32_t s = l; s < u; s++) { y->h[s] = v; y->mn[y->P + s] = v; }
+    uint32_t lo = (y->P + l) / 2, hi = (y->P + u - 1) / 2;
+    c->work += u - l;
+    while (lo >= 1) {
+        for (uint32_t q = lo; q <= hi; q++) y->mn[q] = y->mn[2 * q] < y->mn[2 * q + 1] ? y->mn[2 * q] : y->mn[2 * q + 1];
+        c->work += hi - lo + 1;
+        lo /= 2; hi /= 2;
+    }
+}
+
+/* Weights (w[0..7]) of: lifetime / stretch, size / largest, starts at the
+ * stretch's left end, ends at its right end, noise, tops out level with a
+ * neighbour of the stretch (left / right), spans the stretch.  A fill
+ * weighs a buffer by the time it covers x (1 + w[1] size + w[5] level +
+ * w[4] noise); a pick scores it by all of them.  The first constructions
+ * use fixed weights, then random ones. */
+#define IM_N_RULES 4
+#define IM_W 8
+static const double im_rules[IM_N_RULES][IM_W] = {
+    {1, 0.2, 0.3, 0.3, 0, 0, 0, 0}, {1, 0.5, 0.1, 0.1, 0, 0, 0, 0},
+    {0.2, 1, 0.3, 0.3, 0, 0, 0, 0}, {1, 0, 1, 1, 0, 0, 0, 0},
+};
+
+/* Places b at the stretch's level hm; false when the construction can no
+ * longer stay at or under cutoff. */
+static bool im_sky_place(im_ctx *c, im_sky *y, uint32_t b, uint64_t hm, uint64_t cutoff, uint64_t *arena)
+{
+    im_sky_unlink(y, b);
+    uint64_t o = bp__align_up(hm, c->align[b]), top = o + c->size[b];
+    c->off[b] = o;
+    im_sky_set(c, y, y->ls[b], y->us[b], top);
+    bool ok = true;
+    for (uint32_t s = y->ls[b]; s < y->us[b]; s++) {
+        y->R[s] -= c->size[b];
+        if (top + y->R[s] > cutoff) ok = false;   /* padding below b is waste too */
+    }
+    if (top > *arena) *arena = top;
+    return ok;
+}
+
+/* One construction; writes c->off[]; returns the arena or UINT64_MAX when
+ * it could not stay at or under cutoff. */
+static uint64_t im_sky_build(im_ctx *c, im_sky *y, const double *w, bool fill, uint64_t *rng, uint64_t cutoff)
+{
+    uint32_t k = c->k, S = y->S;
+    for (uint32_t s = 0; s < S; s++) { y->h[s] = 0; y->head[s] = UINT32_MAX; y->R[s] = y->R0[s]; }
+    for (uint32_t v = 0; v < y->P; v++) y->mn[y->P + v] = v < S ? 0 : UINT64_MAX;
+    for (uint32_t v = y->P; v-- > 1;) y->mn[v] = y->mn[2 * v] < y->mn[2 * v + 1] ? y->mn[2 * v] : y->mn[2 * v + 1];
+    for (uint32_t q = 0; q < k; q++) {   /* pushed by upper descending: lists come out ascending */
+        uint32_t b = y->byus[q], s = y->ls[b];
+        y->pv[b] = UINT32_MAX;
+        y->nx[b] = y->head[s];
+        if (y->head[s] != UINT32_MAX) y->pv[y->head[s]] = b;
+        y->head[s] = b;
+    }
+    c->work += S + k;
+    uint64_t arena = 0;
+    uint32_t placed = 0;
+    while (placed < k) {
+        /* the lowest stretch [a, e), leftmost */
+        uint32_t v = 1;
+        while (v < y->P) v = y->mn[2 * v] <= y->mn[2 * v + 1] ? 2 * v : 2 * v + 1;
+        uint32_t a = v - y->P;
+        uint64_t hm = y->h[a];
+        uint32_t e = a + 1;
+        while (e < S && y->h[e] == hm) e++;
+        c->work += e - a + 1;
+        /* the fill: weighted interval scheduling from the right, over the
+         * unplaced buffers that start in the stretch (each list ascending
+         * by last segment: the scan stops at the first that leaves it) */
+        double span = (double)(y->tpt[e] - y->tpt[a]);
+        uint32_t W = e - a;
+        if (!fill) {
+            /* the pick: the one best-scored buffer */
+            uint32_t pick = UINT32_MAX;
+            double best = -1e300;
+            for (uint32_t s = a; s < e; s++)
+                for (uint32_t b = y->head[s]; b != UINT32_MAX; b = y->nx[b]) {
+                    c->work++;
+                    if (y->us[b] > e) break;   /* the rest end later still */
+                    double len = (double)(y->tpt[y->us[b]] - y->tpt[y->ls[b]]) / span;
+                    double sz = (double)c->size[b] * y->inv_max;
+                    uint64_t tp = bp__align_up(hm, c->align[b]) + c->size[b];
+                    bool lt = s == a, rt = y->us[b] == e;
+                    double sc = w[0] * len + w[1] * sz + w[2] * lt + w[3] * rt +
+                                w[5] * (lt && a > 0 && y->h[a - 1] == tp) + w[6] * (rt && e < S && y->h[e] == tp) +
+                                w[7] * (lt && rt) +
+                                w[4] * (double)(im_rand(rng) >> 11) * (1.0 / 9007199254740992.0);
+                    if (sc > best) { best = sc; pick = b; }
+                }
+            y->f[0] = 0;
+            y->fc[0] = pick;
+            W = pick == UINT32_MAX ? 0 : 1;
+        } else {
+        y->f[W] = 0;
+        for (uint32_t i = W; i-- > 0;) {
+            uint32_t s = a + i, bc = UINT32_MAX;
+            double bv = y->f[i + 1];
+            for (uint32_t b = y->head[s]; b != UINT32_MAX; b = y->nx[b]) {
+                c->work++;
+                if (y->us[b] > e) break;
+                uint64_t tp = bp__align_up(hm, c->align[b]) + c->size[b];
+                bool level = (s == a && a > 0 && y->h[a - 1] == tp) || (y->us[b] == e && e < S && y->h[e] == tp);
+                double len = (double)(y->tpt[y->us[b]] - y->tpt[s]) / span;
+                double val = len * (1 + w[1] * (double)c->size[b] * y->inv_max + w[5] * level +
+                                    w[4] * (double)(im_rand(rng) >> 11) * (1.0 / 9007199254740992.0));
+                val += y->f[y->us[b] - a];
+                if (val > bv) { bv = val; bc = b; }
+            }
+            y->f[i] = bv;
+            y->fc[i] = bc;
+        }
+        }
+        uint32_t before = placed;
+        for (uint32_t i = 0; i < W;) {
+            uint32_t b = y->fc[i];
+            if (b == UINT32_MAX) { i++; continue; }
+            if (!im_sky_place(c, y, b, hm, cutoff, &arena) || arena > cutoff) return UINT64_MAX;
+            placed++;
+            if (!fill) break;
+            i = y->us[b] - a;
+        }
+        if (placed > before) continue;
+        /* nothing fits: raise the stretch to its lower neighbour (that
+         * space is wasted; give up when it pushes a segment's bound over) */
+        uint64_t to = UINT64_MAX;
+        if (a > 0) to = y->h[a - 1];
+        if (e < S && y->h[e] < to) to = y->h[e];
+        for (uint32_t s = a; s < e; s++)
+            if (to + y->R[s] > cutoff) return UINT64_MAX;
+        im_sky_set(c, y, a, e, to);
+    }
+    return arena;
+}
+
+typedef struct im_key { uint64_t off, size; uint32_t b; } im_key;
+
+static int im_cmp_key(const void *x, const void *y)
+{
+    const im_key *a = x, *b = y;
+    if (a->off != b->off) return a->off < b->off ? -1 : 1;
+    if (a->size != b->size) return a->size > b->size ? -1 : 1;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+static void im_free(im_ctx *c)
+{
+    const bp_allocator *a = c->a;
+    size_t k = c->k ? c->k : 1;
+    bp__free(a, c->orig, k * sizeof *c->orig);
+    bp__free(a, c->size, k * sizeof *c->size);
+    bp__free(a, c->align, k * sizeof *c->align);
+    bp__free(a, c->adj_off, (k + 1) * sizeof *c->adj_off);
+    bp__free(a, c->fx_off, (k + 1) * sizeof *c->fx_off);
+    bp__free(a, c->adj, c->n_adj * sizeof *c->adj);
+    bp__free(a, c->fxo, c->n_fx * sizeof *c->fxo);
+    bp__free(a, c->fxe, c->n_fx * sizeof *c->fxe);
+    bp__free(a, c->perm, k * sizeof *c->perm);
+    bp__free(a, c->pos, k * sizeof *c->pos);
+    bp__free(a, c->off, k * sizeof *c->off);
+    bp__free(a, c->cur, k * sizeof *c->cur);
+    bp__free(a, c->pmax, (k + 1) * sizeof *c->pmax);
+    bp__free(a, c->tmax, (k + 1) * sizeof *c->tmax);
+    bp__free(a, c->conf, c->conf_cap * sizeof *c->conf);
+}
+
+int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t max_pairs,
+                       uint64_t work, double deadline, uint64_t *offsets, uint64_t *arena)
+{
+    im_ctx c;
+    memset(&c, 0, sizeof c);
+    c.a = a;
+    if (n >= UINT32_MAX / 2) return 1;
+    uint32_t k = 0, nf = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!iv[i].size) continue;
+        if (iv[i].fixed_offset == BP_NO_OFFSET) k++; else nf++;
+    }
+    if (k < 2 || *arena <= lb) return 0;
+    uint32_t nt = k + nf;
+    int rc = -1;
+    im_tp *tp = bp__alloc(a, 2 * (size_t)nt * sizeof *tp);
+    uint32_t *live = bp__alloc(a, (size_t)nt * sizeof *live), *where = bp__alloc(a, (size_t)nt * sizeof *where);
+    uint32_t *fill = NULL;
+    im_key *keys = NULL;
+    uint64_t *best = NULL;
+    c.k = k;
+    c.orig = bp__alloc(a, (size_t)k * sizeof *c.orig);
+    c.size = bp__alloc(a, (size_t)k * sizeof *c.size);
+    c.align = bp__alloc(a, (size_t)k * sizeof *c.align);
+    c.adj_off = bp__calloc(a, (size_t)k + 1, sizeof *c.adj_off);
+    c.fx_off = bp__calloc(a, (size_t)k + 1, sizeof *c.fx_off);
+    c.perm = bp__alloc(a, (size_t)k * sizeof *c.perm);
+    c.pos = bp__alloc(a, (size_t)k * sizeof *c.pos);
+    c.off = bp__alloc(a, (size_t)k * sizeof *c.off);
+    c.cur = bp__alloc(a, (size_t)k * sizeof *c.cur);
+    c.pmax = bp__alloc(a, ((size_t)k + 1) * sizeof *c.pmax);
+    c.tmax = bp__alloc(a, ((size_t)k + 1) * sizeof *c.tmax);
+    if (!tp || !live || !where || !c.orig || !c.size || !c.align || !c.adj_off || !c.fx_off || !c.perm ||
+        !c.pos || !c.off || !c.cur || !c.pmax || !c.tmax) goto out;
+    /* free buffers 0..k-1, pre-placed k.. (their offset/end in fxo/fxe below) */
+    uint32_t *fixed_of = where; /* reused: fixed id -> caller index, until the sweep */
+    {
+        uint32_t q = 0, f = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!iv[i].size) continue;
+            uint32_t id;
+            if (iv[i].fixed_offset == BP_NO_OFFSET) {
+                id = q;
+                c.orig[q] = (uint32_t)i;
+                c.size[q] = iv[i].size;
+                c.align[q] = iv[i].alignment > 1 ? iv[i].alignment : 1;
+                q++;
+            } else {
+                id = k + f;
+                fixed_of[f++] = (uint32_t)i;
+            }
+            tp[2 * (size_t)id] = (im_tp){ iv[i].lower, id, 0 };
+            tp[2 * (size_t)id + 1] = (im_tp){ iv[i].upper, id, 1 };
+        }
+    }
+    /* Pass 1 over the sorted end points counts the pairs; pass 2 fills. */
+    qsort(tp, 2 * (size_t)nt, sizeof *tp, im_cmp_tp);
+    {
+        uint64_t pairs = 0, nl = 0;
+        for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+            if (tp[e].end) nl--; else { pairs += nl; nl++; }
+        }
+        if (pairs > max_pairs) { rc = 1; goto out; }
+    }
+    uint64_t best_ar = *arena;
+    bool improved = false;
+    best = bp__alloc(a, (size_t)k * sizeof *best);
+    if (!best) goto out;
+    uint64_t rng = UINT64_C(0x9e3779b97f4a7c15);
+    if (nf == 0) {
+        im_sky y;
+        memset(&y, 0, sizeof y);
+        size_t np = 2 * (size_t)k;
+        y.tpt = bp__alloc(a, (np + 1) * sizeof *y.tpt);
+        y.ls = bp__alloc(a, (size_t)k * sizeof *y.ls);
+        y.us = bp__alloc(a, (size_t)k * sizeof *y.us);
+        y.h = bp__alloc(a, np * sizeof *y.h);
+        y.P = 1;
+        while (y.P < np) y.P *= 2;
+        y.mn = bp__alloc(a, 2 * (size_t)y.P * sizeof *y.mn);
+        y.head = bp__alloc(a, np * sizeof *y.head);
+        y.nx = bp__alloc(a, (size_t)k * sizeof *y.nx);
+        y.pv = bp__alloc(a, (size_t)k * sizeof *y.pv);
+        y.byus = bp__alloc(a, (size_t)k * sizeof *y.byus);
+        y.R = bp__calloc(a, np, sizeof *y.R);
+        y.R0 = bp__calloc(a, np, sizeof *y.R0);
+        y.f = bp__alloc(a, (np + 1) * sizeof *y.f);
+        y.fc = bp__alloc(a, (np + 1) * sizeof *y.fc);
+        bool ok = y.byus && y.mn && y.tpt && y.ls && y.us && y.h && y.head && y.nx && y.pv && y.R && y.R0 &&
+                  y.f && y.fc;
+        if (ok) {
+            /* tp[] holds the sorted end points: distinct times */
+            uint32_t T = 0;
+            uint64_t mx = 1;
+            for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+                if (T == 0 || tp[e].t != y.tpt[T - 1]) y.tpt[T++] = tp[e].t;
+                if (tp[e].end) y.us[tp[e].b] = T - 1; else y.ls[tp[e].b] = T - 1;
+            }
+            for (uint32_t b = 0; b < k; b++) if (c.size[b] > mx) mx = c.size[b];
+            y.inv_max = 1.0 / (double)mx;
+            /* by upper descending: the end points in reverse */
+            uint32_t nq = 0;
+            for (size_t e = 2 * (size_t)nt; e-- > 0;)
+                if (tp[e].end) y.byus[nq++] = tp[e].b;
+            y.S = T - 1;
+            /* bytes live in each segment: a construction stops when a
+             * segment's level plus its unplaced bytes passes the cutoff */
+            for (uint32_t b = 0; b < k; b++)
+                for (uint32_t s = y.ls[b]; s < y.us[b]; s++) y.R0[s] += c.size[b];
+            c.work += np;
+            /* fixed weights, then random ones; every other random
+             * construction perturbs the weights of the best so far */
+            double w[IM_W], bw[IM_W] = {0};
+            bool have_bw = false;
+            for (uint64_t it = 0; c.work < work && best_ar > lb; it++) {
+                if (deadline > 0 && (it & 7) == 7 && bp__now() >= deadline) break;
+                for (int q = 0; q < IM_W; q++) {
+                    double r = (double)(im_rand(&rng) >> 11) * (1.0 / 9007199254740992.0);
+                    if (it < IM_N_RULES) w[q] = im_rules[it][q];
+                    else if (have_bw && (it & 1)) w[q] = bw[q] + 0.2 * (r - 0.5) < 0 ? 0 : bw[q] + 0.2 * (r - 0.5);
+                    else w[q] = q == 4 ? 0.3 * r : r;   /* noise: a tie-breaker, not the rule */
+                }
+                /* two fills, then a pick */
+                uint64_t ar = im_sky_build(&c, &y, w, it % 3 != 2, &rng, best_ar - 1);
+                if (ar < best_ar) {
+                    best_ar = ar;
+                    improved = true;
+                    memcpy(best, c.off, (size_t)k * sizeof *best);
+                    memcpy(bw, w, sizeof bw);
+                    have_bw = true;
+                }
+            }
+        }
+        bp__free(a, y.tpt, (np + 1) * sizeof *y.tpt);
+        bp__free(a, y.ls, (size_t)k * sizeof *y.ls);
+        bp__free(a, y.us, (size_t)k * sizeof *y.us);
+        bp__free(a, y.h, np * sizeof *y.h);
+        bp__free(a, y.mn, 2 * (size_t)y.P * sizeof *y.mn);
+        bp__free(a, y.head, np * sizeof *y.head);
+        bp__free(a, y.nx, (size_t)k * sizeof *y.nx);
+        bp__free(a, y.pv, (size_t)k * sizeof *y.pv);
+        bp__free(a, y.byus, (size_t)k * sizeof *y.byus);
+        bp__free(a, y.R, np * sizeof *y.R);
+        bp__free(a, y.R0, np * sizeof *y.R0);
+        bp__free(a, y.f, (np + 1) * sizeof *y.f);
+        bp__free(a, y.fc, (np + 1) * sizeof *y.fc);
+        if (!ok) goto out;
+    }
+    /* Without pre-placed buffers the skyline had the whole budget; with
+     * them, the search over orders below does. */
+    if (nf == 0) goto finish;
+    /* degrees (both ways for free-free, one way for free-fixed) */
+    {
+        size_t n_live = 0;
+        uint32_t *wh = bp__alloc(a, (size_t)nt * sizeof *wh);
+        if (!wh) goto out;
+        for (int fillpass = 0; fillpass < 2; fillpass++) {
+            n_live = 0;
+            for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+                uint32_t b = tp[e].b;
+                if (tp[e].end) {
+                    uint32_t w = wh[b];
+                    live[w] = live[--n_live];
+                    wh[live[w]] = w;
+                    continue;
+                }
+                for (size_t l = 0; l < n_live; l++) {
+                    uint32_t x = live[l];
+                    if (x >= k && b >= k) continue;
+                    if (fillpass == 0) {
+                        if (x < k && b < k) { c.adj_off[x + 1]++; c.adj_off[b + 1]++; }
+                        else c.fx_off[(x < k ? x : b) + 1]++;
+                    } else if (x < k && b < k) {
+                        c.adj[fill[x]++] = b; c.adj[fill[b]++] = x;
+                    } else {
+                        uint32_t fr = x < k ? x : b, fi = fixed_of[(x < k ? b : x) - k];
+                        uint32_t at = c.fx_off[fr] + (fill[k + fr]++);
+                        c.fxo[at] = iv[fi].fixed_offset;
+                        c.fxe[at] = iv[fi].fixed_offset + iv[fi].size;
+                    }
+                }
+                wh[b] = (uint32_t)n_live;
+                live[n_live++] = b;
+            }
+            if (fillpass == 0) {
+                for (uint32_t b = 0; b < k; b++) { c.adj_off[b + 1] += c.adj_off[b]; c.fx_off[b + 1] += c.fx_off[b]; }
+                c.n_adj = c.adj_off[k] ? c.adj_off[k] : 1;
+                c.n_fx = c.fx_off[k] ? c.fx_off[k] : 1;
+                size_t maxd = 1;
+                for (uint32_t b = 0; b < k; b++) {
+                    size_t d = (size_t)(c.adj_off[b + 1] - c.adj_off[b]) + (c.fx_off[b + 1] - c.fx_off[b]);
+                    if (d > maxd) maxd = d;
+                }
+                c.adj = bp__alloc(a, c.n_adj * sizeof *c.adj);
+                c.fxo = bp__alloc(a, c.n_fx * sizeof *c.fxo);
+                c.fxe = bp__alloc(a, c.n_fx * sizeof *c.fxe);
+                c.conf = bp__alloc(a, maxd * sizeof *c.conf);
+                fill = bp__alloc(a, 2 * (size_t)k * sizeof *fill);
+                if (!c.adj) c.n_adj = 0;
+                if (!c.fxo || !c.fxe) {   /* free with the size they were made */
+                    bp__free(a, c.fxo, c.n_fx * sizeof *c.fxo);
+                    bp__free(a, c.fxe, c.n_fx * sizeof *c.fxe);
+                    c.fxo = c.fxe = NULL;
+                    c.n_fx = 0;
+                }
+                if (c.conf) c.conf_cap = maxd;
+                if (!c.adj || !c.fxo || !c.conf || !fill) { bp__free(a, wh, (size_t)nt * sizeof *wh); goto out; }
+                memcpy(fill, c.adj_off, (size_t)k * sizeof *fill);
+                memset(fill + k, 0, (size_t)k * sizeof *fill);
+            }
+        }
+        bp__free(a, wh, (size_t)nt * sizeof *wh);
+    }
+
+    /* The start: the caller's solution sorted by offset (larger first on ties). */
+    keys = bp__alloc(a, (size_t)k * sizeof *keys);
+    if (!keys) goto out;
+    for (uint32_t b = 0; b < k; b++) keys[b] = (im_key){ offsets[c.orig[b]], c.size[b], b };
+    qsort(keys, k, sizeof *keys, im_cmp_key);
+    for (uint32_t p = 0; p < k; p++) { c.perm[p] = keys[p].b; c.pos[keys[p].b] = p; }
+    c.pmax[0] = 0;
+    uint32_t stop;
+    uint64_t cur = im_decode(&c, 0, UINT64_MAX, &stop);
+    im_commit(&c, 0);
+    /* pre-placed buffers count for the arena too */
+    uint64_t base = 0;
+    for (size_t i = 0; i < n; i++)
+        if (iv[i].size && iv[i].fixed_offset != BP_NO_OFFSET && iv[i].fixed_offset + iv[i].size > base)
+            base = iv[i].fixed_offset + iv[i].size;
+    if ((cur > base ? cur : base) < best_ar) {
+        best_ar = cur > base ? cur : base;
+        improved = true;
+        memcpy(best, c.cur, (size_t)k * sizeof *best);
+    }
+    uint32_t *peak = fill;   /* scratch: the buffers ending at the arena */
+    uint64_t iter = 0;
+    while (best_ar > lb && cur > base && c.work < work) {
+        if (deadline > 0 && (++iter & 63) == 0 && bp__now() >= deadline) break;
+        uint64_t r = im_rand(&rng);
+        int kind = (int)(r % 8);
+        uint32_t i, j;
+        if (kind < 4) {
+            /* a peak buffer, moved earlier */
+            uint32_t np = 0;
+            for (uint32_t b = 0; b < k; b++)
+                if (c.cur[b] + c.size[b] == cur && c.pos[b] > 0) peak[np++] = b;
+            if (!np) continue;
+            uint32_t b = peak[(r >> 8) % np];
+            i = c.pos[b];
+            j = (uint32_t)((r >> 32) % i);
+        } else if (kind < 7) {
+            i = 1 + (uint32_t)((r >> 8) % (k - 1));
+            j = (uint32_t)((r >> 32) % i);
+        } else {
+            uint32_t b = (uint32_t)((r >> 8) % k);
+            uint32_t d = c.adj_off[b + 1] - c.adj_off[b];
+            if (!d) continue;
+            uint32_t x = c.adj[c.adj_off[b] + (uint32_t)((r >> 32) % d)];
+            i = c.pos[b] > c.pos[x] ? c.pos[b] : c.pos[x];
+            j = c.pos[b] > c.pos[x] ? c.pos[x] : c.pos[b];
+            im_swap(&c, i, j);
+            uint64_t t = im_decode(&c, j, cur, &stop);
+            if (t == UINT64_MAX) { im_rollback(&c, j, stop); im_swap(&c, i, j); continue; }
+            im_commit(&c, j);
+            cur = t;
+            goto accepted;
+        }
+        im_move(&c, i, j);
+        {
+            uint64_t t = im_decode(&c, j, cur, &stop);
+            if (t == UINT64_MAX) { im_rollback(&c, j, stop); im_unmove(&c, i, j); continue; }
+            im_commit(&c, j);
+            cur = t;
+        }
+    accepted:
+        if ((cur > base ? cur : base) < best_ar) {
+            best_ar = cur > base ? cur : base;
+            improved = true;
+            memcpy(best, c.cur, (size_t)k * sizeof *best);
+        }
+    }
+finish:
+    if (improved) {
+        for (uint32_t b = 0; b < k; b++) offsets[c.orig[b]] = best[b];
+        *arena = best_ar;
+    }
+    rc = 0;
+out:
+    bp__free(a, tp, 2 * (size_t)nt * sizeof *tp);
+    bp__free(a, live, (size_t)nt * sizeof *live);
+    bp__free(a, where, (size_t)nt * sizeof *where);
+    bp__free(a, fill, 2 * (size_t)k * sizeof *fill);
+    bp__free(a, keys, (size_t)k * sizeof *keys);
+    bp__free(a, best, (size_t)k * sizeof *best);
+    im_free(&c);
+    return rc;
+}
