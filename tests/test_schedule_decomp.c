@@ -20,6 +20,7 @@
 #include "sched_testutil.h"
 #include "internal.h"
 #include "schedule_internal.h"
+#include "sched_bruteforce.h"
 
 /* ------------------------------------------------------------- DAGs */
 
@@ -180,33 +181,6 @@ static void test_trees_and_cuts(void)
 
 /* ------------------------------------------------- decomposed schedules */
 
-typedef struct bf {
-    const bp__sgraph *sg;
-    bp__eval *ev;
-    int32_t *order, *npred;
-    uint8_t *used;
-    uint64_t best;
-} bf;
-
-static void bf_rec(bf *b, int32_t k)
-{
-    const bp__sgraph *sg = b->sg;
-    if (k == sg->n) {
-        uint64_t p = bp__eval_peak(b->ev, b->order, NULL);
-        if (p < b->best) b->best = p;
-        return;
-    }
-    for (int32_t v = 0; v < sg->n; v++) {
-        if (b->used[v] || b->npred[v]) continue;
-        b->used[v] = 1;
-        b->order[k] = v;
-        for (int32_t i = sg->su_off[v]; i < sg->su_off[v + 1]; i++) b->npred[sg->su[i]]--;
-        bf_rec(b, k + 1);
-        for (int32_t i = sg->su_off[v]; i < sg->su_off[v + 1]; i++) b->npred[sg->su[i]]++;
-        b->used[v] = 0;
-    }
-}
-
 static void test_small_graphs(void)
 {
     unsigned long long rs = 31337;
@@ -227,11 +201,9 @@ static void test_small_graphs(void)
         CHECK_OK(bp__sgraph_build(g, &po, &sg, &err), err);
         CHECK_OK(bp__eval_init(&ev, &sg, &err), err);
         CHECK_OK(bp__sim_init(&sim, &sg, &err), err);
-        int32_t order[16], npred[16], in[16], out[16];
-        uint8_t used[16] = {0};
-        for (int32_t v = 0; v < n; v++) npred[v] = sg.pr_off[v + 1] - sg.pr_off[v];
-        bf b = {&sg, &ev, order, npred, used, UINT64_MAX};
-        bf_rec(&b, 0);
+        int32_t in[16], out[16];
+        sched_bf b;
+        sched_bf_run(&b, &sg, &ev);
         for (int r = 0; r < 3; r++) {
             rg_random_order(g, &rs, in);
             uint64_t pin = bp__eval_peak(&ev, in, NULL), work = 0;

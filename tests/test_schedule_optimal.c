@@ -6,35 +6,8 @@
 #include "sched_testutil.h"
 #include "internal.h"
 #include "schedule_internal.h"
+#include "sched_bruteforce.h"
 
-typedef struct bf {
-    const bp__sgraph *sg;
-    bp__eval *ev;
-    int32_t *order, *npred;
-    uint8_t *used;
-    uint64_t best;
-    long count;
-} bf;
-
-static void bf_rec(bf *b, int32_t k)
-{
-    const bp__sgraph *sg = b->sg;
-    if (k == sg->n) {
-        uint64_t p = bp__eval_peak(b->ev, b->order, NULL);
-        if (p < b->best) b->best = p;
-        b->count++;
-        return;
-    }
-    for (int32_t v = 0; v < sg->n; v++) {
-        if (b->used[v] || b->npred[v]) continue;
-        b->used[v] = 1;
-        b->order[k] = v;
-        for (int32_t i = sg->su_off[v]; i < sg->su_off[v + 1]; i++) b->npred[sg->su[i]]--;
-        bf_rec(b, k + 1);
-        for (int32_t i = sg->su_off[v]; i < sg->su_off[v + 1]; i++) b->npred[sg->su[i]]++;
-        b->used[v] = 0;
-    }
-}
 
 int main(void)
 {
@@ -59,11 +32,8 @@ int main(void)
         bp__eval ev;
         CHECK_OK(bp__sgraph_build(g, &po, &sg, &err), err);
         CHECK_OK(bp__eval_init(&ev, &sg, &err), err);
-        int32_t order[16], npred[16];
-        uint8_t used[16] = {0};
-        for (int32_t v = 0; v < n; v++) npred[v] = sg.pr_off[v + 1] - sg.pr_off[v];
-        bf b = {&sg, &ev, order, npred, used, UINT64_MAX, 0};
-        bf_rec(&b, 0);
+        sched_bf b;
+        sched_bf_run(&b, &sg, &ev);
         orders += b.count;
 
         int32_t got[16];
