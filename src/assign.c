@@ -117,6 +117,44 @@ static bool assign_max_live(const bp_allocator *a, const bp_interval *iv, size_t
     return ok;
 }
 
+void bp__assign_count(const bp_interval *iv, size_t n, uint32_t *k, uint32_t *nf)
+{
+    uint32_t a = 0, b = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!iv[i].size) continue;
+        if (iv[i].fixed_offset == BP_NO_OFFSET) a++; else b++;
+    }
+    *k = a;
+    *nf = b;
+}
+
+static int assign_cmp_tp(const void *x, const void *y)
+{
+    const bp__tp *a = x, *b = y;
+    if (a->t != b->t) return (a->t > b->t) - (a->t < b->t);
+    if (a->end != b->end) return (int)b->end - (int)a->end; /* ends first: half-open */
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+uint64_t bp__assign_endpoints(const bp_interval *iv, size_t n, uint32_t k, uint32_t nf, bp__tp *tp, uint32_t *ids)
+{
+    uint32_t q = 0, f = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!iv[i].size) continue;
+        uint32_t id = iv[i].fixed_offset == BP_NO_OFFSET ? q++ : k + f++;
+        ids[id] = (uint32_t)i;
+        tp[2 * (size_t)id] = (bp__tp){iv[i].lower, id, 0};
+        tp[2 * (size_t)id + 1] = (bp__tp){iv[i].upper, id, 1};
+    }
+    size_t m = 2 * ((size_t)k + nf);
+    qsort(tp, m, sizeof *tp, assign_cmp_tp);
+    uint64_t pairs = 0, live = 0;
+    for (size_t e = 0; e < m; e++) {
+        if (tp[e].end) live--; else { pairs += live; live++; }
+    }
+    return pairs;
+}
+
 uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n)
 {
     uint64_t best;

@@ -46,16 +46,6 @@ typedef struct gr_ctx {
     const bp_allocator *a;   /* all of the above */
 } gr_ctx;
 
-typedef struct gr_tp { int64_t t; uint32_t b; uint32_t end; } gr_tp;
-
-static int gr_cmp_tp(const void *x, const void *y)
-{
-    const gr_tp *a = x, *b = y;
-    if (a->t != b->t) return (a->t > b->t) - (a->t < b->t);
-    if (a->end != b->end) return (int)b->end - (int)a->end; /* ends first */
-    return (a->b > b->b) - (a->b < b->b);
-}
-
 /* Lowest aligned offset >= o where b misses every pre-placed buffer. */
 static uint64_t gr_adjust(const gr_ctx *c, uint32_t b, uint64_t o)
 {
@@ -167,17 +157,14 @@ int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, ui
     memset(&c, 0, sizeof c);
     c.a = a;
     if (n >= UINT32_MAX / 2) return 1;
-    uint32_t k = 0, nf = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!iv[i].size) continue;
-        if (iv[i].fixed_offset == BP_NO_OFFSET) k++; else nf++;
-    }
+    uint32_t k, nf;
+    bp__assign_count(iv, n, &k, &nf);
     if (k == 0) return 0;
     uint32_t nt = k + nf; /* all sized buffers: free ones 0..k-1, fixed k.. */
     int rc = -1;
     /* scratch, freed at `out` with these sizes */
     size_t n_pairs = 0, n_secmax = 2 * (size_t)nt + 1;
-    gr_tp *tp = bp__alloc(a, 2 * (size_t)nt * sizeof *tp);
+    bp__tp *tp = bp__alloc(a, 2 * (size_t)nt * sizeof *tp);
     uint32_t *live = bp__alloc(a, (size_t)nt * sizeof *live), *where = bp__alloc(a, (size_t)nt * sizeof *where);
     uint64_t *secmax = NULL, *T = NULL, *len = NULL, *boff = NULL;
     uint32_t *pa = NULL, *pb = NULL, *rank = NULL, *prio = NULL;
@@ -198,33 +185,19 @@ int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, ui
     if (!tp || !live || !where || !c.orig || !c.size || !c.align || !c.ov_off || !c.fx_off ||
         !c.fxo || !c.fxe || !c.floor_ || !c.off || !c.heap || !c.hpos) goto out;
     {
-        uint32_t q = 0, f = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (!iv[i].size) continue;
-            uint32_t id;
-            if (iv[i].fixed_offset == BP_NO_OFFSET) {
-                id = q;
-                c.orig[q] = (uint32_t)i;
-                c.size[q] = iv[i].size;
-                c.align[q] = iv[i].alignment > 1 ? iv[i].alignment : 1;
-                q++;
-            } else {
-                id = k + f;
-                c.fxo[f] = iv[i].fixed_offset;
-                c.fxe[f] = iv[i].fixed_offset + iv[i].size;
-                if (c.fxe[f] > c.base) c.base = c.fxe[f];
-                f++;
-            }
-            tp[2 * (size_t)id].t = iv[i].lower; tp[2 * (size_t)id].b = id; tp[2 * (size_t)id].end = 0;
-            tp[2 * (size_t)id + 1].t = iv[i].upper; tp[2 * (size_t)id + 1].b = id; tp[2 * (size_t)id + 1].end = 1;
+        /* `where` holds the input index of each id until the sweep */
+        uint64_t pairs = bp__assign_endpoints(iv, n, k, nf, tp, where);
+        for (uint32_t q = 0; q < k; q++) {
+            const bp_interval *x = &iv[where[q]];
+            c.orig[q] = where[q];
+            c.size[q] = x->size;
+            c.align[q] = x->alignment > 1 ? x->alignment : 1;
         }
-    }
-    qsort(tp, 2 * (size_t)nt, sizeof *tp, gr_cmp_tp);
-    /* Count the overlap pairs first (the sweep's live set at each start). */
-    {
-        uint64_t pairs = 0, nl = 0;
-        for (size_t e = 0; e < 2 * (size_t)nt; e++) {
-            if (tp[e].end) nl--; else { pairs += nl; nl++; }
+        for (uint32_t f = 0; f < nf; f++) {
+            const bp_interval *x = &iv[where[k + f]];
+            c.fxo[f] = x->fixed_offset;
+            c.fxe[f] = x->fixed_offset + x->size;
+            if (c.fxe[f] > c.base) c.base = c.fxe[f];
         }
         if (pairs > GR_MAX_PAIRS) { rc = 1; goto out; }
         n_pairs = pairs ? pairs : 1;

@@ -70,16 +70,6 @@ typedef struct im_ctx {
     uint64_t work;
 } im_ctx;
 
-typedef struct im_tp { int64_t t; uint32_t b, end; } im_tp;
-
-static int im_cmp_tp(const void *x, const void *y)
-{
-    const im_tp *a = x, *b = y;
-    if (a->t != b->t) return (a->t > b->t) - (a->t < b->t);
-    if (a->end != b->end) return (int)b->end - (int)a->end; /* ends first: half-open */
-    return (a->b > b->b) - (a->b < b->b);
-}
-
 static uint64_t im_rand(uint64_t *s)
 {
     uint64_t x = *s;
@@ -398,16 +388,13 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
     memset(&c, 0, sizeof c);
     c.a = a;
     if (n >= UINT32_MAX / 2) return 1;
-    uint32_t k = 0, nf = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!iv[i].size) continue;
-        if (iv[i].fixed_offset == BP_NO_OFFSET) k++; else nf++;
-    }
+    uint32_t k, nf;
+    bp__assign_count(iv, n, &k, &nf);
     if (k < 2 || *arena <= lb) return 0;
     uint32_t nt = k + nf;
     int rc = -1;
-    im_tp *tp = bp__alloc(a, 2 * (size_t)nt * sizeof *tp);
-    uint32_t *live = bp__alloc(a, (size_t)nt * sizeof *live), *where = bp__alloc(a, (size_t)nt * sizeof *where);
+    bp__tp *tp = bp__alloc(a, 2 * (size_t)nt * sizeof *tp);
+    uint32_t *live = bp__alloc(a, (size_t)nt * sizeof *live), *ids = bp__alloc(a, (size_t)nt * sizeof *ids);
     uint32_t *fill = NULL;
     im_key *keys = NULL;
     uint64_t *best = NULL;
@@ -423,37 +410,14 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
     c.cur = bp__alloc(a, (size_t)k * sizeof *c.cur);
     c.pmax = bp__alloc(a, ((size_t)k + 1) * sizeof *c.pmax);
     c.tmax = bp__alloc(a, ((size_t)k + 1) * sizeof *c.tmax);
-    if (!tp || !live || !where || !c.orig || !c.size || !c.align || !c.adj_off || !c.fx_off || !c.perm ||
+    if (!tp || !live || !ids || !c.orig || !c.size || !c.align || !c.adj_off || !c.fx_off || !c.perm ||
         !c.pos || !c.off || !c.cur || !c.pmax || !c.tmax) goto out;
-    /* free buffers 0..k-1, pre-placed k.. (their offset/end in fxo/fxe below) */
-    uint32_t *fixed_of = where; /* reused: fixed id -> caller index, until the sweep */
-    {
-        uint32_t q = 0, f = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (!iv[i].size) continue;
-            uint32_t id;
-            if (iv[i].fixed_offset == BP_NO_OFFSET) {
-                id = q;
-                c.orig[q] = (uint32_t)i;
-                c.size[q] = iv[i].size;
-                c.align[q] = iv[i].alignment > 1 ? iv[i].alignment : 1;
-                q++;
-            } else {
-                id = k + f;
-                fixed_of[f++] = (uint32_t)i;
-            }
-            tp[2 * (size_t)id] = (im_tp){ iv[i].lower, id, 0 };
-            tp[2 * (size_t)id + 1] = (im_tp){ iv[i].upper, id, 1 };
-        }
-    }
-    /* Pass 1 over the sorted end points counts the pairs; pass 2 fills. */
-    qsort(tp, 2 * (size_t)nt, sizeof *tp, im_cmp_tp);
-    {
-        uint64_t pairs = 0, nl = 0;
-        for (size_t e = 0; e < 2 * (size_t)nt; e++) {
-            if (tp[e].end) nl--; else { pairs += nl; nl++; }
-        }
-        if (pairs > max_pairs) { rc = 1; goto out; }
+    /* free buffers 0..k-1, pre-placed k.. (ids: the caller's index of each) */
+    if (bp__assign_endpoints(iv, n, k, nf, tp, ids) > max_pairs) { rc = 1; goto out; }
+    for (uint32_t q = 0; q < k; q++) {
+        c.orig[q] = ids[q];
+        c.size[q] = iv[ids[q]].size;
+        c.align[q] = iv[ids[q]].alignment > 1 ? iv[ids[q]].alignment : 1;
     }
     uint64_t best_ar = *arena;
     bool improved = false;
@@ -566,7 +530,7 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
                     } else if (x < k && b < k) {
                         c.adj[fill[x]++] = b; c.adj[fill[b]++] = x;
                     } else {
-                        uint32_t fr = x < k ? x : b, fi = fixed_of[(x < k ? b : x) - k];
+                        uint32_t fr = x < k ? x : b, fi = ids[x < k ? b : x];
                         uint32_t at = c.fx_off[fr] + (fill[k + fr]++);
                         c.fxo[at] = iv[fi].fixed_offset;
                         c.fxe[at] = iv[fi].fixed_offset + iv[fi].size;
@@ -681,7 +645,7 @@ finish:
 out:
     bp__free(a, tp, 2 * (size_t)nt * sizeof *tp);
     bp__free(a, live, (size_t)nt * sizeof *live);
-    bp__free(a, where, (size_t)nt * sizeof *where);
+    bp__free(a, ids, (size_t)nt * sizeof *ids);
     bp__free(a, fill, 2 * (size_t)k * sizeof *fill);
     bp__free(a, keys, (size_t)k * sizeof *keys);
     bp__free(a, best, (size_t)k * sizeof *best);

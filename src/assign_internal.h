@@ -32,6 +32,20 @@ static inline const bp_allocator *bp__assign_alloc(const bp_assign_options *o)
 bp_status bp__intervals_check_alloc(const bp_allocator *a, const bp_interval *iv, size_t n,
                                     const uint64_t *offsets, uint64_t arena, bp_error *err);
 
+/* An end point of a sized interval, as the greedy, the improvement phase
+ * and search number them: free intervals 0..k-1, pre-placed ones k.., each
+ * in input order; end = 1 for the upper end. */
+typedef struct bp__tp { int64_t t; uint32_t b, end; } bp__tp;
+
+/* Counts the sized intervals: *k free ones, *nf pre-placed. */
+void bp__assign_count(const bp_interval *iv, size_t n, uint32_t *k, uint32_t *nf);
+
+/* Writes the 2 (k + nf) end points of the sized intervals into tp, sorted
+ * by time, ends before starts at the same time (lifetimes are half-open),
+ * then by id; ids[id] = the input index of each id (k + nf of them).
+ * Returns the number of pairs of intervals that overlap in time. */
+uint64_t bp__assign_endpoints(const bp_interval *iv, size_t n, uint32_t k, uint32_t nf, bp__tp *tp, uint32_t *ids);
+
 /* Iterated greedy over placement orders (assign_improve.c), from the
  * solution in offsets[] (all n; *arena its arena).  Gives up (returns 1,
  * nothing done) above `max_pairs` pairs of free buffers overlapping in time;

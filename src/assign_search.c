@@ -633,16 +633,6 @@ static uint64_t sr_global_lo(const sr_ctx *c)
     return m;
 }
 
-typedef struct sr_tp { int64_t t; uint32_t b; int end; } sr_tp;
-
-static int sr_cmp_tp(const void *x, const void *y)
-{
-    const sr_tp *a = x, *b = y;
-    if (a->t != b->t) return (a->t > b->t) - (a->t < b->t);
-    if (a->end != b->end) return b->end - a->end; /* ends first */
-    return (a->b > b->b) - (a->b < b->b);
-}
-
 static void sr_free(sr_ctx *c)
 {
     const bp_allocator *a = c->a;
@@ -690,16 +680,12 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
 {
     const bp_allocator *a = c->a;
     /* scratch, freed at the end with these sizes */
-    sr_tp *tp = NULL;
-    uint32_t *cross = NULL;
+    bp__tp *tp = NULL;
+    uint32_t *cross = NULL, *ids = NULL;
     size_t n_tp = 0, n_cross = 0;
     bool ok = false;
-    uint32_t k = 0;
-    uint32_t nf = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!iv[i].size) continue;
-        if (iv[i].fixed_offset == BP_NO_OFFSET) k++; else nf++;
-    }
+    uint32_t k, nf;
+    bp__assign_count(iv, n, &k, &nf);
     c->k = k;
     c->nf = nf;
     c->nt = k + nf;
@@ -724,38 +710,31 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
     c->keys = bp__alloc(a, kk * sizeof *c->keys);
     n_tp = 2 * ((size_t)nt + 1);
     tp = bp__alloc(a, n_tp * sizeof *tp);
-    if (!c->orig || !c->size || !c->align || !c->slo || !c->shi || !c->ov_off || !c->part_buf ||
+    ids = bp__alloc(a, ((size_t)nt + 1) * sizeof *ids);
+    if (!ids || !c->orig || !c->size || !c->align || !c->slo || !c->shi || !c->ov_off || !c->part_buf ||
         !c->off || !c->minoff || !c->sol || !c->best || !c->len || !c->wrank || !c->keys || !tp || !c->fxo || !c->fxe || !c->fx_off) goto out;
+    bp__assign_endpoints(iv, n, k, nf, tp, ids);
     uint64_t g = 0;
-    uint32_t q = 0, f = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!iv[i].size) continue;
-        if (iv[i].fixed_offset != BP_NO_OFFSET) {
-            /* an obstacle: its ends count as time points, its offset and
-             * size in the grid of canonical heights */
-            uint32_t id = k + f;
-            c->fxo[f] = iv[i].fixed_offset;
-            c->fxe[f] = iv[i].fixed_offset + iv[i].size;
-            if (c->fxe[f] > c->ftop) c->ftop = c->fxe[f];
-            g = sr_gcd(g, iv[i].size);
-            g = sr_gcd(g, iv[i].fixed_offset);
-            tp[2 * id].t = iv[i].lower; tp[2 * id].b = id; tp[2 * id].end = 0;
-            tp[2 * id + 1].t = iv[i].upper; tp[2 * id + 1].b = id; tp[2 * id + 1].end = 1;
-            f++;
-            continue;
-        }
-        c->orig[q] = (uint32_t)i;
-        c->size[q] = iv[i].size;
-        c->len[q] = (uint64_t)iv[i].upper - (uint64_t)iv[i].lower;
-        c->align[q] = iv[i].alignment > 1 ? iv[i].alignment : 1;
-        g = sr_gcd(g, iv[i].size);
-        if (iv[i].alignment > 1) g = sr_gcd(g, iv[i].alignment);
-        tp[2 * q].t = iv[i].lower; tp[2 * q].b = q; tp[2 * q].end = 0;
-        tp[2 * q + 1].t = iv[i].upper; tp[2 * q + 1].b = q; tp[2 * q + 1].end = 1;
-        q++;
+    for (uint32_t f = 0; f < nf; f++) {
+        /* an obstacle: its ends count as time points, its offset and size
+         * in the grid of canonical heights */
+        const bp_interval *x = &iv[ids[k + f]];
+        c->fxo[f] = x->fixed_offset;
+        c->fxe[f] = x->fixed_offset + x->size;
+        if (c->fxe[f] > c->ftop) c->ftop = c->fxe[f];
+        g = sr_gcd(g, x->size);
+        g = sr_gcd(g, x->fixed_offset);
+    }
+    for (uint32_t q = 0; q < k; q++) {
+        const bp_interval *x = &iv[ids[q]];
+        c->orig[q] = ids[q];
+        c->size[q] = x->size;
+        c->len[q] = (uint64_t)x->upper - (uint64_t)x->lower;
+        c->align[q] = x->alignment > 1 ? x->alignment : 1;
+        g = sr_gcd(g, x->size);
+        if (x->alignment > 1) g = sr_gcd(g, x->alignment);
     }
     c->g = g ? g : 1;
-    qsort(tp, 2 * (size_t)nt, sizeof *tp, sr_cmp_tp);
     /* sections: segments between consecutive distinct time points */
     uint32_t sec = 0;
     for (size_t e = 0; e < 2 * (size_t)nt; e++) {
@@ -916,6 +895,7 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
     ok = true;
 out:
     bp__free(a, tp, n_tp * sizeof *tp);
+    bp__free(a, ids, ((size_t)nt + 1) * sizeof *ids);
     bp__free(a, cross, n_cross * sizeof *cross);
     return ok;
 }
