@@ -119,8 +119,11 @@ uint64_t bp_pool_block_bytes(bp_pool *p, const void *ptr);
  * thread; a handle must not be used by two threads at once (handing it from
  * one thread to another with proper synchronisation is fine).  Its hit path
  * takes no lock, no atomic read-modify-write and no thread-local lookup:
- *   - bp_pool_local_dealloc puts the block on the handle's stack for its
- *     exact rounded size; bp_pool_local_alloc of that size pops it again.
+ *   - Requests (of at most 2^31 quanta) are rounded up to a cache class: one
+ *     per quantum up to 15 quanta, then 4 per power of two (waste below a
+ *     quarter of the request; bp_pool_alloc rounds the same way).
+ *     bp_pool_local_dealloc puts the block on the handle's stack for its
+ *     class; bp_pool_local_alloc of any size of that class pops it again.
  *   - A miss is served from the pool's class lists like bp_pool_alloc; when
  *     they have nothing that fits, the handle returns its own cache first,
  *     so cached blocks never make the pool grow for their owner.

@@ -36,21 +36,22 @@
  * lock-order cycle.  (The seed took the global lock to borrow too; taking
  * only the donor's lock is enough, because a borrow touches one list.)
  *
- * Thread magazines: each thread (through a pthread key owned by the pool)
- * caches up to 16 freed blocks per class below 1 MiB, 2 MiB in all, and an
- * alloc of exactly a cached size takes the newest one: a hit touches only
- * the thread's own, uncontended lock.  Before merging or growing (and for
- * compact, trim, statistics) every cache goes back to the lists, so cached
- * blocks never make the pool grow; a thread's exit returns its cache too.
- * Lock order: global, magazines, classes.
+ * Thread caches: every per-thread cache is a bp_pool_local.  The plain API
+ * keeps one per thread in a pthread key owned by the pool, with a spin lock
+ * its thread holds while touching the bins, so that before merging or
+ * growing (and for compact, trim, statistics) every plain cache goes back to
+ * the lists at once; a thread's exit returns its cache too.
+ * Lock order: global, locked caches, classes.
  *
  * Local handles (bp_pool_local): an explicit per-thread cache with no lock.
- * Exact-size bins (a small hash table) hold stacks linked through the
+ * Size-class bins (4 geometric steps per doubling, requests rounded up to
+ * their class, indexed directly) hold stacks linked through the
  * descriptors; a hit is a pop or a push plus relaxed loads/stores of the
  * block's state.  Dealloc finds the descriptor through a direct-mapped table
  * of the handle's own recent allocations (validated: the descriptor must
  * still start at the address), else a region -> chunk table and the page
- * map.  A miss goes to the class lists, then cuts a cached block, then
+ * map.  A miss takes a cached block of the next class, then a batch of its
+ * class from the lists under one lock, then cuts a larger cached block, then
  * returns the whole cache before the pool merges or grows.  Other threads
  * never touch a handle: they set its flush flag, honoured at its next call.
  */
@@ -76,12 +77,6 @@
 
 enum { BLK_DEAD = 0, BLK_FREE, BLK_USED, BLK_GOING, BLK_CACHED };
 
-/* Thread magazines: classes below MAG_CLS keep up to MAG_N recently freed
- * blocks per class and MAG_BYTES in all per thread, off the shared lists. */
-#define MAG_CLS 11                     /* 256 B .. < 1 MiB */
-#define MAG_N 16
-#define MAG_BYTES (2u << 20)
-#define MAG_BATCH 32u                  /* deallocs counted locally before the shared counter */
 
 typedef struct pchunk pchunk;
 
@@ -130,22 +125,6 @@ typedef struct pcls {
     uint64_t merges;                  /* blocks merged away when freed (immediate coalescing) */
 } pcls;
 
-/* One thread's cache of freed blocks, found through the pool's pthread key.
- * Its own spin lock is uncontended except when the pool returns every cache
- * to the lists (before growing, merging, trimming, statistics).  On thread
- * exit the key's destructor returns its blocks to their classes. */
-typedef struct pmag {
-    _Alignas(64) atomic_int lock;
-    struct pmag *next, *prev;         /* the pool's magazines (global lock) */
-    bp_pool *pool;
-    uint64_t bytes;                   /* cached bytes */
-    uint32_t since;                   /* deallocs not yet added to since_compact */
-    uint8_t n[MAG_CLS];
-    uint64_t size[MAG_CLS][MAG_N];    /* oldest first */
-    uint32_t desc[MAG_CLS][MAG_N];
-    atomic_uint_fast64_t cached, hits, puts;
-} pmag;
-
 struct bp_pool {
     pcls cls[NCLS];
     void *raw;                        /* what alloc returned (the struct is 64-aligned) */
@@ -171,12 +150,11 @@ struct bp_pool {
     atomic_uint nonempty;             /* hint: bit k set when class k's list is not empty */
     atomic_uint_fast64_t in_use, peak_in_use, since_compact, failures; /* in_use: blocks off the lists
                                                                          (handed out or cached) */
-    /* thread magazines */
-    pthread_key_t key;
+    /* thread caches */
+    pthread_key_t key;                /* the plain API's per-thread bp_pool_local */
     int has_key;
-    pmag *mags;                       /* under the global lock */
-    uint64_t mag_hits, mag_puts;      /* of magazines and local handles already gone */
-    bp_pool_local *locals;            /* live local handles (global lock) */
+    uint64_t mag_hits, mag_puts;      /* of local handles already gone */
+    bp_pool_local *locals;            /* live local handles, the plain API's included (global lock) */
     atomic_uint_fast64_t reserved_hint; /* = reserved, readable without the lock */
     /* arena */
     void *arena_raw;
@@ -218,12 +196,26 @@ static void pool_class_name(int k, char *buf, size_t n)
 
 /* ------------------------------------------------------------------ locks */
 
+/* Test-and-test-and-set.  Critical sections are short (a list operation,
+ * tens of ns), so a waiter spins with a pause hint a short while before it
+ * yields (the holder may have been preempted on a loaded machine). */
+static inline void pool_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 static inline void pool_spin_lock(atomic_int *l)
 {
     for (unsigned n = 0;;) {
         if (!atomic_exchange_explicit(l, 1, memory_order_acquire)) return;
-        while (atomic_load_explicit(l, memory_order_relaxed))
+        while (atomic_load_explicit(l, memory_order_relaxed)) {
+            pool_cpu_relax();
             if (++n >= 64) { sched_yield(); n = 0; }
+        }
     }
 }
 static inline void pool_spin_unlock(atomic_int *l) { atomic_store_explicit(l, 0, memory_order_release); }
@@ -457,130 +449,45 @@ static void pool_account_alloc(bp_pool *p, uint64_t size)
     }
 }
 
-/* ------------------------------------------------------ thread magazines */
-
-static inline void mag_set(atomic_uint_fast64_t *a, uint64_t v) { atomic_store_explicit(a, v, memory_order_relaxed); }
-static inline void mag_inc(atomic_uint_fast64_t *a) { mag_set(a, atomic_load_explicit(a, memory_order_relaxed) + 1); }
-
-/* Block i (off every list) goes back to its home's free list. */
+/* Block i (off every list) goes back to its home's free list; the caller
+ * takes its size off the in-use count. */
 static void pool_list_put(bp_pool *p, uint32_t i)
 {
     pblk *b = D(p, i);
-    uint64_t size = b->size;
     pcls *K = &p->cls[b->home];
     pool_spin_lock(&K->lock);
     pool_push(p, K, pool_coalesce(p, K, i));
     pool_spin_unlock(&K->lock);
-    atomic_fetch_sub_explicit(&p->in_use, size, memory_order_relaxed);
-}
-
-/* Entry j of class c leaves the magazine (the owner's thread). */
-static inline uint32_t mag_remove(pmag *m, int c, int j)
-{
-    uint32_t i = m->desc[c][j];
-    m->bytes -= m->size[c][j];
-    int last = m->n[c] - 1;
-    for (int k = j; k < last; k++) { m->size[c][k] = m->size[c][k + 1]; m->desc[c][k] = m->desc[c][k + 1]; }
-    m->n[c] = (uint8_t)last;
-    mag_set(&m->cached, m->bytes);
-    return i;
-}
-
-static void mag_count_deallocs(bp_pool *p, pmag *m, uint32_t n);
-
-/* Returns every cached block to its class (m locked). */
-static void pool_mag_flush(bp_pool *p, pmag *m)
-{
-    for (int c = 0; c < MAG_CLS; c++)
-        while (m->n[c]) pool_list_put(p, mag_remove(m, c, 0));
-    if (m->since) {
-        uint32_t n = m->since;
-        m->since = 0;
-        atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed);
-    }
-}
-
-/* pthread key destructor: the thread is gone, its blocks go home. */
-static void pool_mag_exit(void *v)
-{
-    pmag *m = v;
-    bp_pool *p = m->pool;
-    pthread_mutex_lock(&p->global);
-    pool_spin_lock(&m->lock);
-    pool_mag_flush(p, m);
-    pool_spin_unlock(&m->lock);
-    p->mag_hits += atomic_load_explicit(&m->hits, memory_order_relaxed);
-    p->mag_puts += atomic_load_explicit(&m->puts, memory_order_relaxed);
-    if (m->prev) m->prev->next = m->next;
-    else p->mags = m->next;
-    if (m->next) m->next->prev = m->prev;
-    p->meta_bytes -= sizeof *m;
-    pthread_mutex_unlock(&p->global);
-    bp__free(&p->alloc, m, sizeof *m);
-}
-
-/* The calling thread's magazine, made on first use; NULL without one. */
-static pmag *pool_mag(bp_pool *p)
-{
-    if (!p->has_key) return NULL;
-    pmag *m = pthread_getspecific(p->key);
-    if (m) return m;
-    m = bp__calloc(&p->alloc, 1, sizeof *m);
-    if (!m) return NULL;
-    m->pool = p;
-    atomic_init(&m->lock, 0);
-    atomic_init(&m->cached, 0);
-    atomic_init(&m->hits, 0);
-    atomic_init(&m->puts, 0);
-    pthread_mutex_lock(&p->global);
-    m->next = p->mags;
-    if (p->mags) p->mags->prev = m;
-    p->mags = m;
-    p->meta_bytes += sizeof *m;
-    pthread_mutex_unlock(&p->global);
-    if (pthread_setspecific(p->key, m) != 0) {
-        pool_mag_exit(m);
-        return NULL;
-    }
-    return m;
-}
-
-/* Returns every thread's cached blocks to the lists (global lock held, no
- * class lock held). */
-static void pool_mag_flush_all(bp_pool *p)
-{
-    for (pmag *m = p->mags; m; m = m->next) {
-        pool_spin_lock(&m->lock);
-        pool_mag_flush(p, m);
-        pool_spin_unlock(&m->lock);
-    }
-}
-
-/* Bytes in every magazine (global lock held). */
-static uint64_t pool_cached_bytes(bp_pool *p)
-{
-    uint64_t n = 0;
-    for (pmag *m = p->mags; m; m = m->next) n += atomic_load_explicit(&m->cached, memory_order_relaxed);
-    return n;
 }
 
 /* ----------------------------------------------------- local handles */
 
-/* A bp_pool_local is one thread's cache of freed blocks, with no lock: only
- * its owner touches its bins.  Bins are keyed by exact rounded size in a
- * small open-addressed table (LOC_PROBE slots from the size's hash); each bin
- * is a singly linked stack through the descriptors (pblk.lnext) of CACHED
- * blocks.  Other threads never take blocks out of it: they set flush_req and
- * the owner returns its cache at its next call. */
-#define LOC_BITS 8
-#define LOC_SLOTS (1u << LOC_BITS)
-#define LOC_PROBE 4u
+/* A bp_pool_local is one thread's cache of freed blocks.  Bins are size
+ * classes (LOC_STEPS_PER_DOUBLING geometric steps per power of two above 16
+ * quanta, one bin per quantum below), so a freed block serves every request
+ * of its class, not only its exact size.  A request is rounded up to its
+ * class (the block is cut to that size, so blocks are interchangeable inside
+ * a class: waste < 1/4 of the request); a freed block of any size goes to
+ * the largest class not above its size, so every block in bin c fits every
+ * request of class c.  Each bin is a singly linked stack through the
+ * descriptors (pblk.lnext) of CACHED blocks, found by direct index.
+ * A handle of the API (bp_pool_local_new) has no lock: other threads never
+ * take blocks out of it; they set flush_req and the owner returns its cache
+ * at its next call.  The plain API's per-thread cache is the same structure
+ * held in the pool's pthread key with `locked` set: its owner holds `lock`
+ * while it touches the bins, so a thread that grows or merges the pool can
+ * return it at once. */
+#define LOC_LIN 15u                    /* classes 0..14: 1..15 quanta */
+#define LOC_NB 128u                    /* classes up to 2^32 quanta */
+#define LOC_MAX_U (UINT64_C(1) << 31)  /* requests of at most this many quanta are binned */
 #define LOC_MRU 256                    /* entries of the region -> chunk table (sets of two) */
 #define LOC_REGION_SHIFT 16            /* 64 KiB: the smallest chunk */
 #define LOC_MIN_CAP (8u << 20)         /* a local may always cache this much */
 #define LOC_ABITS 10                   /* address -> descriptor table of recent allocations */
+#define LOC_BATCH_BYTES (64u << 10)    /* a miss of a small class takes this much from the lists at once */
+#define LOC_BATCH_MAX 8u               /* ... in at most this many blocks */
+#define LOC_DELTA (INT64_C(1) << 20)   /* in-use change a handle keeps before the shared counter */
 
-typedef struct lbin { uint64_t size; pblk *head; } lbin;
 typedef struct lent { uintptr_t a; pblk *b; } lent; /* a block this handle handed out */
 typedef struct lmru { uintptr_t region, lo; uint64_t len; atomic_uint *map; } lmru; /* region -> chunk: start, usable, page map */
 
@@ -588,26 +495,61 @@ struct bp_pool_local {
     bp_pool *pool;
     uint64_t quantum;
     unsigned qshift;
-    uint64_t max_req;                 /* requests of 1..max_req bytes take the fast path */
-    uint64_t bytes;                   /* cached (owner only) */
+    int locked;                       /* the plain API's cache: owner ops under `lock` */
+    uint64_t max_req;                 /* requests of 1..max_req bytes are binned */
+    uint64_t bytes;                   /* cached (owner only, or under lock) */
     uint64_t cap;                     /* bound on bytes; 0 = max(LOC_MIN_CAP, reserved / 4) */
     const pindex *ix;                 /* the chunk index the MRU entries come from */
     lmru mru[LOC_MRU];                /* 64 KiB region -> the chunks in it (2-way sets) */
     bp_pool_local *next, *prev;       /* the pool's list (global lock) */
+    uint32_t since;                   /* list frees not yet added to since_compact */
+    int64_t delta;                    /* change of in-use bytes not yet added to the pool's counter */
     _Alignas(64) atomic_int flush_req; /* set by other threads: return the cache */
+    atomic_int lock;                  /* locked caches only */
     atomic_uint_fast64_t cached, hits, puts; /* written by the owner, read by statistics */
-    uint64_t full[LOC_SLOTS / 64];    /* bit j: bin j's stack is not empty */
-    _Alignas(64) lbin bin[LOC_SLOTS];
+    atomic_int_fast64_t pending;      /* = delta, for statistics */
+    uint64_t full[LOC_NB / 64];       /* bit c: bin c is not empty */
+    _Alignas(64) pblk *bin[LOC_NB];
     lent atab[1u << LOC_ABITS];       /* direct-mapped by address; entries may be stale */
 };
 
-/* Asks every local handle to return its cache at its next call (global lock held). */
+/* Class of u quanta rounded down (the bin of a freed block of u quanta). */
+static inline unsigned loc_floor(uint64_t u)
+{
+    if (u <= LOC_LIN) return (unsigned)u - 1;
+    unsigned lg = 63u - (unsigned)__builtin_clzll(u);
+    return LOC_LIN + (lg - 4) * 4 + (unsigned)((u >> (lg - 2)) & 3);
+}
+/* Quanta of class c. */
+static inline uint64_t loc_units(unsigned c)
+{
+    if (c < LOC_LIN) return c + 1;
+    unsigned lg = 4 + (c - LOC_LIN) / 4, j = (c - LOC_LIN) % 4;
+    return (uint64_t)(4 + j) << (lg - 2);
+}
+/* Class of a request of u quanta (rounded up). */
+static inline unsigned loc_ceil(uint64_t u)
+{
+    unsigned c = loc_floor(u);
+    return c + (loc_units(c) < u);
+}
+
+/* Asks every unlocked local handle that holds blocks to return its cache
+ * at its next call (global lock held); locked ones are returned by
+ * pool_mag_flush_all. */
 static void pool_locals_request_flush(bp_pool *p)
 {
     for (bp_pool_local *l = p->locals; l; l = l->next)
-        if (atomic_load_explicit(&l->cached, memory_order_relaxed))
+        if (!l->locked && atomic_load_explicit(&l->cached, memory_order_relaxed))
             atomic_store_explicit(&l->flush_req, 1, memory_order_relaxed);
 }
+
+/* The plain API's thread caches (defined with the local handles' calls). */
+static void pool_mag_flush_all(bp_pool *p);
+static uint64_t pool_cached_bytes(bp_pool *p);
+static uint32_t pool_mag_get(bp_pool *p, unsigned bc);
+static bool pool_mag_put(bp_pool *p, pblk *b);
+static void pool_mag_exit(void *v);
 
 /* ---------------------------------------------------------------- merging */
 
@@ -662,16 +604,6 @@ static void pool_maybe_compact(bp_pool *p)
     if (atomic_load_explicit(&p->since_compact, memory_order_relaxed) >= p->compact_interval) pool_merge_locked(p);
     pool_unlock_all(p);
     pthread_mutex_unlock(&p->global);
-}
-
-static void mag_count_deallocs(bp_pool *p, pmag *m, uint32_t n)
-{
-    (void)m;
-    if (p->compact_interval &&
-        atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed) + n >= p->compact_interval)
-        pool_maybe_compact(p);
-    else if (!p->compact_interval)
-        atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed);
 }
 
 /* ----------------------------------------------------------------- chunks */
@@ -961,24 +893,19 @@ bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err)
                        p->be.name ? p->be.name : "backend", bytes);
     }
     uint64_t sz = (req + p->quantum - 1) & ~(p->quantum - 1);
-    int c = pool_class(sz);
-    /* this thread's magazine: an exact size, most recent first */
-    pmag *m = c < MAG_CLS ? pool_mag(p) : NULL;
-    if (m) {
-        /* under the magazine's lock even to look: another thread that grows
-         * or merges the pool flushes every magazine (pool_mag_flush_all) */
-        pool_spin_lock(&m->lock);
-        for (int j = m->n[c] - 1; j >= 0; j--) {
-            if (m->size[c][j] != sz) continue;
-            pblk *b = D(p, mag_remove(m, c, j));
-            mag_inc(&m->hits);
-            atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
-            pool_spin_unlock(&m->lock);
-            *ptr = (void *)BADDR(b);
+    /* binned sizes are rounded up to their cache class (as in the handles),
+     * so a freed block serves every request of its class */
+    unsigned bc = LOC_NB;
+    if (sz >> p->qshift <= LOC_MAX_U) {
+        bc = loc_ceil(sz >> p->qshift);
+        sz = loc_units(bc) << p->qshift;
+        uint32_t h = pool_mag_get(p, bc);
+        if (h) {
+            *ptr = (void *)BADDR(D(p, h));
             return BP_OK;
         }
-        pool_spin_unlock(&m->lock);
     }
+    int c = pool_class(sz);
     uint32_t i = pool_alloc_lists(p, sz, c);
     if (i) {
         *ptr = (void *)BADDR(D(p, i));
@@ -997,20 +924,35 @@ static uint32_t pool_lookup(const bp_pool *p, const void *ptr)
     return i && BADDR(D(p, i)) == a ? i : 0;
 }
 
-/* Block i (GOING, off every list) goes to the free list of `home`. */
-static void pool_free_to_list(bp_pool *p, uint32_t i, int home, uint64_t size)
+/* One more dealloc towards the next merge pass. */
+static void pool_count_dealloc(bp_pool *p)
+{
+    if (p->compact_interval &&
+        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed) + 1 >= p->compact_interval)
+        pool_maybe_compact(p);
+    else if (!p->compact_interval)
+        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed);
+}
+
+/* Block i (GOING, off every list) goes to the free list of `home`;
+ * count: take it off the in-use count and add it to the merge interval's
+ * counter (else the caller, a local handle, does both in batches). */
+static void pool_free_to_list_n(bp_pool *p, uint32_t i, int home, uint64_t size, int count)
 {
     pcls *K = &p->cls[home];
     pool_spin_lock(&K->lock);
     pool_push(p, K, pool_coalesce(p, K, i));
     K->n_deallocs++;
     pool_spin_unlock(&K->lock);
-    atomic_fetch_sub_explicit(&p->in_use, size, memory_order_relaxed);
-    if (p->compact_interval &&
-        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed) + 1 >= p->compact_interval)
-        pool_maybe_compact(p);
-    else if (!p->compact_interval)
-        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed);
+    if (count) {
+        atomic_fetch_sub_explicit(&p->in_use, size, memory_order_relaxed);
+        pool_count_dealloc(p);
+    }
+}
+
+static void pool_free_to_list(bp_pool *p, uint32_t i, int home, uint64_t size)
+{
+    pool_free_to_list_n(p, i, home, size, 1);
 }
 
 bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err)
@@ -1027,28 +969,11 @@ bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err)
     uint64_t size = b->size;
     int home = b->home;
     if (p->seed_bug) b->home = (uint8_t)(home = b->served);
-    /* into this thread's magazine: the oldest entry of the class makes room */
-    int c = pool_class(size);
-    pmag *m = c < MAG_CLS && size <= MAG_BYTES / 4 ? pool_mag(p) : NULL;
-    if (m) {
-        pool_spin_lock(&m->lock);
-        if (m->n[c] == MAG_N) pool_list_put(p, mag_remove(m, c, 0));
-        while (m->n[c] && m->bytes + size > MAG_BYTES) pool_list_put(p, mag_remove(m, c, 0));
-        if (m->bytes + size <= MAG_BYTES) {
-            atomic_store_explicit(&b->state, BLK_CACHED, memory_order_relaxed);
-            m->size[c][m->n[c]] = size;
-            m->desc[c][m->n[c]] = i;
-            m->n[c]++;
-            m->bytes += size;
-            mag_set(&m->cached, m->bytes);
-            mag_inc(&m->puts);
-            uint32_t n = ++m->since >= MAG_BATCH ? m->since : 0;
-            if (n) m->since = 0;
-            pool_spin_unlock(&m->lock);
-            if (n) mag_count_deallocs(p, m, n);
-            return BP_OK;
-        }
-        pool_spin_unlock(&m->lock);
+    /* into this thread's cache when it has room (counted towards the merge
+     * interval like a dealloc to the lists) */
+    if (pool_mag_put(p, b)) {
+        pool_count_dealloc(p);
+        return BP_OK;
     }
     pool_free_to_list(p, i, home, size);
     return BP_OK;
@@ -1067,36 +992,85 @@ uint64_t bp_pool_block_bytes(bp_pool *p, const void *ptr)
 static inline void loc_set(atomic_uint_fast64_t *a, uint64_t v) { atomic_store_explicit(a, v, memory_order_relaxed); }
 static inline void loc_inc(atomic_uint_fast64_t *a) { loc_set(a, atomic_load_explicit(a, memory_order_relaxed) + 1); }
 
-static inline unsigned loc_hash(const bp_pool_local *l, uint64_t sz)
+static inline void loc_push(bp_pool_local *l, pblk *b, unsigned c)
 {
-    return (unsigned)(((sz >> l->qshift) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - LOC_BITS));
+    b->lnext = l->bin[c];
+    l->bin[c] = b;
+    l->full[c / 64] |= UINT64_C(1) << (c % 64);
+    l->bytes += b->size;
 }
 
-/* Returns every cached block to its home's list (the owner's thread). */
+static inline pblk *loc_pop(bp_pool_local *l, unsigned c)
+{
+    pblk *b = l->bin[c];
+    if (!(l->bin[c] = b->lnext)) l->full[c / 64] &= ~(UINT64_C(1) << (c % 64));
+    l->bytes -= b->size;
+    return b;
+}
+
+/* The first non-empty bin at or above c, LOC_NB when none. */
+static inline unsigned loc_next(const bp_pool_local *l, unsigned c)
+{
+    for (unsigned w = c / 64; w < LOC_NB / 64; w++) {
+        uint64_t m = l->full[w] & (w == c / 64 ? ~UINT64_C(0) << (c % 64) : ~UINT64_C(0));
+        if (m) return w * 64 + (unsigned)__builtin_ctzll(m);
+    }
+    return LOC_NB;
+}
+
+static inline uint64_t loc_cap(const bp_pool_local *l)
+{
+    if (l->cap) return l->cap;
+    uint64_t cap = atomic_load_explicit(&l->pool->reserved_hint, memory_order_relaxed) / 4;
+    return cap < LOC_MIN_CAP ? LOC_MIN_CAP : cap;
+}
+
+/* In-use bytes change through a handle's misses and list frees: the change
+ * goes to the pool's shared counter (a contended line when threads miss at
+ * the same time) once it passes LOC_DELTA either way; statistics add the
+ * handles' pending changes, and the peak may miss up to LOC_DELTA per
+ * handle. */
+static void local_delta_flush(bp_pool_local *l)
+{
+    bp_pool *p = l->pool;
+    if (l->delta > 0) pool_account_alloc(p, (uint64_t)l->delta);
+    else if (l->delta < 0) atomic_fetch_sub_explicit(&p->in_use, (uint64_t)-l->delta, memory_order_relaxed);
+    l->delta = 0;
+    atomic_store_explicit(&l->pending, 0, memory_order_relaxed);
+}
+
+static inline void local_account(bp_pool_local *l, int64_t d)
+{
+    l->delta += d;
+    if (l->delta > LOC_DELTA || l->delta < -LOC_DELTA) local_delta_flush(l);
+    else atomic_store_explicit(&l->pending, l->delta, memory_order_relaxed);
+}
+
+/* Returns every cached block to its home's list (the owner's thread, or
+ * anyone holding a locked cache's lock). */
 static __attribute__((noinline)) void local_flush(bp_pool_local *l)
 {
     bp_pool *p = l->pool;
     atomic_store_explicit(&l->flush_req, 0, memory_order_relaxed);
     if (!l->bytes) return;
     uint64_t n = 0;
-    for (unsigned w = 0; w < LOC_SLOTS / 64; w++) {
+    for (unsigned w = 0; w < LOC_NB / 64; w++) {
         for (uint64_t m = l->full[w]; m; m &= m - 1) {
-            lbin *e = &l->bin[w * 64 + (unsigned)__builtin_ctzll(m)];
-            for (pblk *b = e->head; b;) {
+            unsigned c = w * 64 + (unsigned)__builtin_ctzll(m);
+            for (pblk *b = l->bin[c]; b;) {
                 pblk *next = b->lnext;
+                l->delta -= (int64_t)b->size; /* before: merging changes it */
                 pool_list_put(p, b->id);
                 b = next;
                 n++;
             }
-            e->head = NULL;
+            l->bin[c] = NULL;
         }
         l->full[w] = 0;
     }
-    /* sizes stay in their slots (the table fills only with sizes in use)
-     * unless it is getting full */
-    if (n) memset(l->bin, 0, sizeof l->bin);
     l->bytes = 0;
     loc_set(&l->cached, 0);
+    local_delta_flush(l);
     /* they count towards the next merge pass now */
     atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed);
 }
@@ -1106,28 +1080,38 @@ void bp_pool_local_flush(bp_pool_local *l)
     if (l) local_flush(l);
 }
 
-bp_status bp_pool_local_new(bp_pool *p, uint64_t cache_bytes, bp_pool_local **out, bp_error *err)
+static bp_pool_local *local_create(bp_pool *p, uint64_t cache_bytes, int locked)
 {
-    if (!out) return bp__err(err, BP_ERR_USAGE, "pool: new local handle: NULL output");
-    *out = NULL;
-    if (!p) return bp__err(err, BP_ERR_USAGE, "pool: new local handle: NULL pool");
     bp_pool_local *l = bp__calloc(&p->alloc, 1, sizeof *l);
-    if (!l) return bp__err(err, BP_ERR_NOMEM, "pool: out of memory for a local handle (%zu bytes)", sizeof *l);
+    if (!l) return NULL;
     l->pool = p;
     l->quantum = p->quantum;
     l->qshift = p->qshift;
-    l->max_req = UINT64_MAX - p->quantum;
+    l->locked = locked;
+    l->max_req = LOC_MAX_U << p->qshift;
     l->cap = cache_bytes;
     atomic_init(&l->flush_req, 0);
+    atomic_init(&l->lock, 0);
     atomic_init(&l->cached, 0);
     atomic_init(&l->hits, 0);
     atomic_init(&l->puts, 0);
+    atomic_init(&l->pending, 0);
     pthread_mutex_lock(&p->global);
     l->next = p->locals;
     if (p->locals) p->locals->prev = l;
     p->locals = l;
     p->meta_bytes += sizeof *l;
     pthread_mutex_unlock(&p->global);
+    return l;
+}
+
+bp_status bp_pool_local_new(bp_pool *p, uint64_t cache_bytes, bp_pool_local **out, bp_error *err)
+{
+    if (!out) return bp__err(err, BP_ERR_USAGE, "pool: new local handle: NULL output");
+    *out = NULL;
+    if (!p) return bp__err(err, BP_ERR_USAGE, "pool: new local handle: NULL pool");
+    bp_pool_local *l = local_create(p, cache_bytes, 0);
+    if (!l) return bp__err(err, BP_ERR_NOMEM, "pool: out of memory for a local handle (%zu bytes)", sizeof *l);
     *out = l;
     return BP_OK;
 }
@@ -1148,6 +1132,7 @@ void bp_pool_local_free(bp_pool_local *l)
     if (!l) return;
     bp_pool *p = l->pool;
     local_flush(l);
+    local_delta_flush(l);
     pthread_mutex_lock(&p->global);
     local_unlink(p, l);
     pthread_mutex_unlock(&p->global);
@@ -1212,25 +1197,15 @@ static __attribute__((noinline)) uint32_t local_lookup(bp_pool_local *l, uintptr
     return i && BADDR(D(l->pool, i)) == a ? i : 0;
 }
 
-/* A miss that the lists cannot serve: the smallest cached block larger than
- * sz is cut to sz (the rest goes to its home's list), which is cheaper than
- * returning the whole cache and merging.  0 when there is none. */
-static uint32_t local_split_cached(bp_pool_local *l, uint64_t sz, int c)
+/* A miss that the lists cannot serve: the smallest cached block of a class
+ * above bc is cut to sz (the rest goes to its home's list), which is cheaper
+ * than returning the whole cache and merging.  0 when there is none. */
+static uint32_t local_split_cached(bp_pool_local *l, uint64_t sz, int c, unsigned bc)
 {
     bp_pool *p = l->pool;
-    lbin *best = NULL;
-    for (unsigned w = 0; w < LOC_SLOTS / 64; w++)
-        for (uint64_t m = l->full[w]; m; m &= m - 1) {
-            lbin *e = &l->bin[w * 64 + (unsigned)__builtin_ctzll(m)];
-            if (e->size > sz && (!best || e->size < best->size)) best = e;
-        }
-    if (!best) return 0;
-    pblk *b = best->head;
-    if (!(best->head = b->lnext)) {
-        unsigned j = (unsigned)(best - l->bin);
-        l->full[j / 64] &= ~(UINT64_C(1) << (j % 64));
-    }
-    l->bytes -= b->size;
+    unsigned j = bc + 1 < LOC_NB ? loc_next(l, bc + 1) : LOC_NB;
+    if (j >= LOC_NB) return 0;
+    pblk *b = loc_pop(l, j);
     loc_set(&l->cached, l->bytes);
     pcls *K = &p->cls[b->home];
     pool_spin_lock(&K->lock);
@@ -1240,9 +1215,54 @@ static uint32_t local_split_cached(bp_pool_local *l, uint64_t sz, int c)
     K->lent += c != b->home;
     pool_spin_unlock(&K->lock);
     /* it was counted in use while cached; the rest is free now */
-    if (rest) atomic_fetch_sub_explicit(&p->in_use, rest, memory_order_relaxed);
+    if (rest) local_account(l, -(int64_t)rest);
     atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
     return b->id;
+}
+
+/* The lists, own class then larger ones, with a batch: for a small class,
+ * up to LOC_BATCH_BYTES of blocks of size sz come off the list that has
+ * the first one under the same lock, the first handed out, the rest cached
+ * in bin bc (within the handle's bound).  0 when no list has a fit. */
+static uint32_t local_lists(bp_pool_local *l, uint64_t sz, int c, unsigned bc)
+{
+    bp_pool *p = l->pool;
+    unsigned n = sz <= LOC_BATCH_BYTES / 2 ? (unsigned)(LOC_BATCH_BYTES / sz) : 1;
+    if (n > LOC_BATCH_MAX) n = LOC_BATCH_MAX;
+    uint64_t cap = loc_cap(l);
+    while (n > 1 && l->bytes + (n - 1) * sz > cap) n--;
+    unsigned mask = atomic_load_explicit(&p->nonempty, memory_order_relaxed) >> c;
+    for (int k = c; mask; k++, mask >>= 1) {
+        if (!(mask & 1)) continue;
+        pcls *K = &p->cls[k];
+        pool_spin_lock(&K->lock);
+        uint32_t i = K->bins ? pool_fit(p, K, sz) : 0;
+        if (!i) {
+            pool_spin_unlock(&K->lock);
+            continue;
+        }
+        pool_take(p, K, i, sz, c);
+        uint64_t got = D(p, i)->size;
+        unsigned m = 1;
+        for (; m < n; m++) {
+            uint32_t x = pool_fit(p, K, sz);
+            if (!x) break;
+            pool_take(p, K, x, sz, c);
+            pblk *xb = D(p, x);
+            atomic_store_explicit(&xb->state, BLK_CACHED, memory_order_relaxed);
+            got += xb->size;
+            loc_push(l, xb, loc_floor(xb->size >> l->qshift));
+        }
+        pool_spin_unlock(&K->lock);
+        local_account(l, (int64_t)got);
+        if (m > 1) {
+            loc_set(&l->cached, l->bytes);
+            loc_set(&l->puts, atomic_load_explicit(&l->puts, memory_order_relaxed) + m - 1);
+        }
+        (void)bc;
+        return i;
+    }
+    return 0;
 }
 
 static __attribute__((noinline)) bp_status local_alloc_slow(bp_pool_local *l, uint64_t bytes, void **ptr,
@@ -1256,25 +1276,37 @@ static __attribute__((noinline)) bp_status local_alloc_slow(bp_pool_local *l, ui
     bp_pool *p = l->pool;
     if (atomic_load_explicit(&l->flush_req, memory_order_relaxed)) {
         local_flush(l);
-        if (bytes && bytes <= UINT64_MAX - p->quantum) return bp_pool_local_alloc(l, bytes, ptr, err);
+        if (bytes && bytes <= l->max_req) return bp_pool_local_alloc(l, bytes, ptr, err);
     }
-    uint64_t req = bytes ? bytes : 1;
-    if (req > UINT64_MAX - p->quantum) {
+    if (!bytes) return bp_pool_local_alloc(l, 1, ptr, err); /* 0 counts as 1 */
+    if (bytes > UINT64_MAX - p->quantum) {
         atomic_fetch_add_explicit(&p->failures, 1, memory_order_relaxed);
         return bp__err(err, BP_ERR_EXHAUSTED, "pool (%s): cannot allocate %" PRIu64 " bytes: larger than any pool",
                        p->be.name ? p->be.name : "backend", bytes);
     }
-    uint64_t sz = (req + p->quantum - 1) & ~(p->quantum - 1);
-    if (!bytes) {
-        /* 0 counts as 1: the cache may have it */
-        bp_status s = bp_pool_local_alloc(l, sz, ptr, err);
-        return s;
+    uint64_t sz = (bytes + p->quantum - 1) & ~(p->quantum - 1);
+    unsigned bc = LOC_NB;               /* not binned: huge requests keep their exact size */
+    if (bytes <= l->max_req) {
+        bc = loc_ceil(sz >> l->qshift);
+        sz = loc_units(bc) << l->qshift;
     }
     int c = pool_class(sz);
-    uint32_t i = pool_alloc_lists(p, sz, c);
-    if (!i && l->bytes) i = local_split_cached(l, sz, c);
+    uint32_t i = 0;
+    /* 1. a cached block of the next class up, whole (no lock), when it is
+     * no larger than that class (so at most one step more than asked) */
+    if (bc + 1 < LOC_NB && l->bin[bc + 1] && l->bin[bc + 1]->size == loc_units(bc + 1) << l->qshift) {
+        pblk *b = loc_pop(l, bc + 1);
+        loc_set(&l->cached, l->bytes);
+        loc_inc(&l->hits);
+        atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
+        i = b->id;
+    }
+    /* 2. the lists, a batch for small classes */
+    if (!i) i = bc < LOC_NB ? local_lists(l, sz, c, bc) : pool_alloc_lists(p, sz, c);
+    /* 3. a larger cached block, cut */
+    if (!i && l->bytes && bc < LOC_NB) i = local_split_cached(l, sz, c, bc);
     if (!i && l->bytes) {
-        /* before the pool merges or grows, this thread's cache goes back */
+        /* 4. before the pool merges or grows, this thread's cache goes back */
         local_flush(l);
         i = pool_alloc_lists(p, sz, c);
     }
@@ -1293,41 +1325,28 @@ static __attribute__((noinline)) bp_status local_alloc_slow(bp_pool_local *l, ui
 
 bp_status bp_pool_local_alloc(bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err)
 {
-    /* the hit path: an exact-size bin of this handle, no lock, no atomic
-     * read-modify-write; everything else (NULL arguments, 0 bytes, a flush
-     * request, a miss) is local_alloc_slow */
+    /* the hit path: the request's class bin, no lock, no atomic
+     * read-modify-write; everything else (NULL arguments, 0 bytes, huge
+     * requests, a flush request, a miss) is local_alloc_slow */
     if (__builtin_expect(!ptr || !l || bytes - 1 >= l->max_req || atomic_load_explicit(&l->flush_req,
                                                                    memory_order_relaxed), 0))
         return local_alloc_slow(l, bytes, ptr, err);
-    uint64_t sz = (bytes + l->quantum - 1) & ~(l->quantum - 1);
-    unsigned h = loc_hash(l, sz);
-    for (unsigned k = 0; k < LOC_PROBE; k++) {
-        lbin *e = &l->bin[(h + k) & (LOC_SLOTS - 1)];
-        if (e->size == sz) {
-            pblk *b = e->head;
-            if (!b) break;
-            if (!(e->head = b->lnext)) {
-                unsigned j = (unsigned)(e - l->bin);
-                l->full[j / 64] &= ~(UINT64_C(1) << (j % 64));
-            }
-            l->bytes -= sz;
-            loc_set(&l->cached, l->bytes);
-            loc_inc(&l->hits);
-            atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
-            uintptr_t a = BADDR(b);
-            lent *t = &l->atab[loc_ahash(l, a)];
-            t->a = a;
-            t->b = b;
-            *ptr = (void *)a;
-            return BP_OK;
-        }
-        if (!e->size) break;
-    }
-    return local_alloc_slow(l, bytes, ptr, err);
+    unsigned c = loc_ceil((bytes + l->quantum - 1) >> l->qshift);
+    if (__builtin_expect(!l->bin[c], 0)) return local_alloc_slow(l, bytes, ptr, err);
+    pblk *b = loc_pop(l, c);
+    loc_set(&l->cached, l->bytes);
+    loc_inc(&l->hits);
+    atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
+    uintptr_t a = BADDR(b);
+    lent *t = &l->atab[loc_ahash(l, a)];
+    t->a = a;
+    t->b = b;
+    *ptr = (void *)a;
+    return BP_OK;
 }
 
 /* Not the common case: a NULL handle, a flush request, a bad pointer, a full
- * cache.  st: the block's state as the fast path read it (0 when no block). */
+ * cache.  i: the block's descriptor when the fast path found one. */
 static __attribute__((noinline)) bp_status local_dealloc_slow(bp_pool_local *l, void *ptr, uint32_t i, bp_error *err)
 {
     if (!l) return bp__err(err, BP_ERR_USAGE, "pool: local dealloc: NULL handle");
@@ -1343,10 +1362,23 @@ static __attribute__((noinline)) bp_status local_dealloc_slow(bp_pool_local *l, 
         atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
         return bp_pool_local_dealloc(l, ptr, err);
     }
-    /* cache full (or no bin): to the home list like a plain dealloc */
+    /* cache full (or a huge block): to the home list like a plain dealloc;
+     * counted for the merge interval in batches (the shared counter is a
+     * contended line when several handles free at once) */
     int home = b->home;
     if (p->seed_bug) b->home = (uint8_t)(home = b->served);
-    pool_free_to_list(p, i, home, b->size);
+    uint64_t size = b->size;
+    pool_free_to_list_n(p, i, home, size, 0);
+    local_account(l, -(int64_t)size);
+    if (++l->since >= 64) {
+        uint32_t n = l->since;
+        l->since = 0;
+        if (p->compact_interval &&
+            atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed) + n >= p->compact_interval)
+            pool_maybe_compact(p);
+        else if (!p->compact_interval)
+            atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed);
+    }
     return BP_OK;
 }
 
@@ -1360,38 +1392,107 @@ bp_status bp_pool_local_dealloc(bp_pool_local *l, void *ptr, bp_error *err)
      * plain load is enough to catch a double free from this thread */
     if (__builtin_expect(!b || atomic_load_explicit(&b->state, memory_order_relaxed) != BLK_USED, 0))
         return local_dealloc_slow(l, ptr, 0, err);
-    uint64_t size = b->size;
-    uint64_t cap = l->cap;
-    if (!cap) {
-        cap = atomic_load_explicit(&l->pool->reserved_hint, memory_order_relaxed) / 4;
-        if (cap < LOC_MIN_CAP) cap = LOC_MIN_CAP;
-    }
-    if (l->bytes + size > cap) return local_dealloc_slow(l, ptr, b->id, err);
-    unsigned h = loc_hash(l, size);
-    lbin *spot = NULL;
-    for (unsigned k = 0; k < LOC_PROBE; k++) {
-        lbin *e = &l->bin[(h + k) & (LOC_SLOTS - 1)];
-        if (e->size == size) { spot = e; break; }
-        if (!spot && !e->head) spot = e;  /* unused or empty: may take this size */
-        if (!e->size) break;
-    }
-    if (!spot) return local_dealloc_slow(l, ptr, b->id, err);
-    /* an empty slot of another size takes this size: the loop saw no slot of
-     * this size before the first never-used one, and a size is only ever
-     * placed there, so it stays unique in its window */
-    spot->size = size;
+    uint64_t size = b->size, u = size >> l->qshift;
+    if (__builtin_expect(l->bytes + size > loc_cap(l) || u >= 2 * LOC_MAX_U, 0))
+        return local_dealloc_slow(l, ptr, b->id, err);
     if (__builtin_expect(l->pool->seed_bug, 0)) b->home = b->served;
     atomic_store_explicit(&b->state, BLK_CACHED, memory_order_relaxed);
-    b->lnext = spot->head;
-    spot->head = b;
-    unsigned j = (unsigned)(spot - l->bin);
-    l->full[j / 64] |= UINT64_C(1) << (j % 64);
-    l->bytes += size;
+    loc_push(l, b, loc_floor(u));
     loc_set(&l->cached, l->bytes);
     loc_inc(&l->puts);
     return BP_OK;
 }
 
+/* ------------------------------------------- the plain API's thread cache */
+
+/* pthread key destructor: the thread is gone, its cache goes home. */
+static void pool_mag_exit(void *v)
+{
+    bp_pool_local *l = v;
+    bp_pool *p = l->pool;
+    pthread_mutex_lock(&p->global);
+    pool_spin_lock(&l->lock);
+    local_flush(l);
+    pool_spin_unlock(&l->lock);
+    local_unlink(p, l);
+    pthread_mutex_unlock(&p->global);
+    bp__free(&p->alloc, l, sizeof *l);
+}
+
+/* The calling thread's locked cache, made on first use; NULL without one. */
+static bp_pool_local *pool_mag(bp_pool *p)
+{
+    if (!p->has_key) return NULL;
+    bp_pool_local *l = pthread_getspecific(p->key);
+    if (l) return l;
+    l = local_create(p, 0, 1);
+    if (l && pthread_setspecific(p->key, l) != 0) {
+        pool_mag_exit(l);
+        return NULL;
+    }
+    return l;
+}
+
+/* Returns every locked cache to the lists (global lock held, no class lock
+ * held); unlocked handles are asked to (pool_locals_request_flush). */
+static void pool_mag_flush_all(bp_pool *p)
+{
+    for (bp_pool_local *l = p->locals; l; l = l->next) {
+        if (!l->locked) continue;
+        pool_spin_lock(&l->lock);
+        local_flush(l);
+        pool_spin_unlock(&l->lock);
+    }
+}
+
+/* Bytes in every cache (global lock held). */
+static uint64_t pool_cached_bytes(bp_pool *p)
+{
+    uint64_t n = 0;
+    for (bp_pool_local *l = p->locals; l; l = l->next) n += atomic_load_explicit(&l->cached, memory_order_relaxed);
+    return n;
+}
+
+/* Plain alloc from the calling thread's cache: the request's class or the
+ * next one up.  0 on a miss. */
+static uint32_t pool_mag_get(bp_pool *p, unsigned bc)
+{
+    bp_pool_local *l = pool_mag(p);
+    if (!l) return 0;
+    pool_spin_lock(&l->lock);
+    unsigned c = l->bin[bc]                                                                      ? bc
+                 : bc + 1 < LOC_NB && l->bin[bc + 1] && l->bin[bc + 1]->size == loc_units(bc + 1) << p->qshift ? bc + 1
+                                                                                                   : LOC_NB;
+    if (c == LOC_NB) {
+        pool_spin_unlock(&l->lock);
+        return 0;
+    }
+    pblk *b = loc_pop(l, c);
+    loc_set(&l->cached, l->bytes);
+    loc_inc(&l->hits);
+    atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
+    pool_spin_unlock(&l->lock);
+    return b->id;
+}
+
+/* Plain dealloc into the calling thread's cache (b is GOING, ours). */
+static bool pool_mag_put(bp_pool *p, pblk *b)
+{
+    uint64_t u = b->size >> p->qshift;
+    if (u >= 2 * LOC_MAX_U) return false;
+    bp_pool_local *l = pool_mag(p);
+    if (!l) return false;
+    pool_spin_lock(&l->lock);
+    bool ok = l->bytes + b->size <= loc_cap(l);
+    if (ok) {
+        atomic_store_explicit(&b->state, BLK_CACHED, memory_order_relaxed);
+        loc_push(l, b, loc_floor(u));
+        loc_set(&l->cached, l->bytes);
+        loc_inc(&l->puts);
+    }
+    pool_spin_unlock(&l->lock);
+    return ok;
+}
 /* -------------------------------------------------------------- lifecycle */
 
 void bp_pool_options_init(bp_pool_options *o)
@@ -1556,12 +1657,8 @@ void bp_pool_free(bp_pool *p)
         pthread_setspecific(p->key, NULL);
         pthread_key_delete(p->key);
     }
-    for (pmag *m = p->mags; m;) {
-        pmag *next = m->next;
-        bp__free(&p->alloc, m, sizeof *m);
-        m = next;
-    }
-    /* handles the caller did not free die with the pool */
+    /* handles the caller did not free, and the plain API's thread caches,
+     * die with the pool */
     for (bp_pool_local *l = p->locals; l;) {
         bp_pool_local *next = l->next;
         bp__free(&p->alloc, l, sizeof *l);
@@ -1671,23 +1768,21 @@ void bp_pool_get_stats(bp_pool *p, bp_pool_stats *s)
     s->arena_bytes = p->arena_bytes;
     s->n_allocs += p->mag_hits;
     s->n_deallocs += p->mag_puts;
-    for (pmag *m = p->mags; m; m = m->next) {
-        s->cached_bytes += atomic_load_explicit(&m->cached, memory_order_relaxed);
-        s->n_allocs += atomic_load_explicit(&m->hits, memory_order_relaxed);
-        s->n_deallocs += atomic_load_explicit(&m->puts, memory_order_relaxed);
-    }
     s->cache_hits = p->mag_hits;
-    for (pmag *m = p->mags; m; m = m->next) s->cache_hits += atomic_load_explicit(&m->hits, memory_order_relaxed);
     for (bp_pool_local *l = p->locals; l; l = l->next) {
         uint64_t h = atomic_load_explicit(&l->hits, memory_order_relaxed);
         s->cached_bytes += atomic_load_explicit(&l->cached, memory_order_relaxed);
         s->n_allocs += h;
         s->n_deallocs += atomic_load_explicit(&l->puts, memory_order_relaxed);
         s->cache_hits += h;
-        s->n_locals++;
+        s->n_locals += !l->locked;
     }
-    s->in_use_bytes = atomic_load_explicit(&p->in_use, memory_order_relaxed) - s->cached_bytes;
+    int64_t pending = 0;
+    for (bp_pool_local *l = p->locals; l; l = l->next) pending += atomic_load_explicit(&l->pending, memory_order_relaxed);
+    uint64_t off_lists = atomic_load_explicit(&p->in_use, memory_order_relaxed) + (uint64_t)pending;
+    s->in_use_bytes = off_lists - s->cached_bytes;
     s->peak_in_use_bytes = atomic_load_explicit(&p->peak_in_use, memory_order_relaxed);
+    if (s->peak_in_use_bytes < off_lists) s->peak_in_use_bytes = off_lists;
     s->fragmentation = s->free_bytes ? 1.0 - (double)s->largest_free_bytes / (double)s->free_bytes : 0.0;
     s->os_calls = p->os_calls;
     for (size_t j = 0; j < p->n_chunks; j++) s->n_chunks += p->chunks[j]->live;
@@ -1742,8 +1837,9 @@ bp_status bp__pool_check(bp_pool *p, int quiescent, bp_error *err)
     if (!p) return bp__err(err, BP_ERR_USAGE, "pool check: NULL pool");
     bp_status st = BP_OK;
     pthread_mutex_lock(&p->global);
-    /* order: global, magazines, classes (as everywhere) */
-    for (pmag *m = p->mags; m; m = m->next) pool_spin_lock(&m->lock);
+    /* order: global, locked caches, classes (as everywhere) */
+    for (bp_pool_local *l = p->locals; l; l = l->next)
+        if (l->locked) pool_spin_lock(&l->lock);
     pool_lock_all(p);
     uint64_t free_b = 0, used_b = 0, cached_b = 0, usable = 0, nfree = 0;
 #define PCHECK(cond, ...) do { if (!(cond)) { st = bp__err(err, BP_ERR_VERIFY, __VA_ARGS__); goto done; } } while (0)
@@ -1803,51 +1899,42 @@ bp_status bp__pool_check(bp_pool *p, int quiescent, bp_error *err)
     PCHECK(usable == p->usable, "usable %" PRIu64 " vs %" PRIu64, usable, p->usable);
     {
         uint64_t mb = 0;
-        for (pmag *m = p->mags; m; m = m->next) {
-            uint64_t b = 0;
-            for (int c = 0; c < MAG_CLS; c++)
-                for (int j = 0; j < m->n[c]; j++) {
-                    pblk *x = D(p, m->desc[c][j]);
-                    PCHECK(atomic_load(&x->state) == BLK_CACHED && x->size == m->size[c][j] && pool_class(x->size) == c,
-                           "magazine: block %u is not a cached block of class %d", m->desc[c][j], c);
-                    b += x->size;
-                }
-            PCHECK(b == m->bytes && b == atomic_load(&m->cached), "magazine: %" PRIu64 " bytes, counters %" PRIu64,
-                   b, m->bytes);
-            mb += b;
-        }
-        if (quiescent) {
-            /* local handles belong to their threads: only walked when no
-             * thread is using the pool */
-            for (bp_pool_local *l = p->locals; l; l = l->next) {
-                uint64_t b = 0;
-                for (unsigned j = 0; j < LOC_SLOTS; j++) {
-                    uint64_t n = 0;
-                    for (pblk *x = l->bin[j].head; x; x = x->lnext) {
-                        PCHECK(atomic_load(&x->state) == BLK_CACHED && x->size == l->bin[j].size &&
-                               D(p, x->id) == x, "local handle: block %u is not a cached block of size %" PRIu64,
-                               x->id, l->bin[j].size);
-                        b += x->size;
-                        PCHECK(++n <= nfree + (cached_b >> p->qshift), "local handle: cycle in a bin");
-                    }
-                }
-                PCHECK(b == l->bytes && b == atomic_load(&l->cached), "local handle: %" PRIu64 " bytes, counters %"
-                       PRIu64, b, l->bytes);
-                mb += b;
+        /* unlocked handles belong to their threads: walked only when no
+         * thread is using the pool; locked caches are held */
+        for (bp_pool_local *l = p->locals; l; l = l->next) {
+            if (!quiescent && !l->locked) {
+                mb += atomic_load(&l->cached);
+                continue;
             }
-        } else {
-            for (bp_pool_local *l = p->locals; l; l = l->next) mb += atomic_load(&l->cached);
+            uint64_t b = 0;
+            for (unsigned j = 0; j < LOC_NB; j++) {
+                uint64_t n = 0;
+                PCHECK(!!(l->full[j / 64] & (UINT64_C(1) << (j % 64))) == !!l->bin[j], "local cache: bin %u bit", j);
+                for (pblk *x = l->bin[j]; x; x = x->lnext) {
+                    PCHECK(atomic_load(&x->state) == BLK_CACHED && loc_floor(x->size >> p->qshift) == j &&
+                           D(p, x->id) == x, "local cache: block %u (%" PRIu64 " bytes) is not a cached block of "
+                           "class %u", x->id, x->size, j);
+                    b += x->size;
+                    PCHECK(++n <= nfree + (cached_b >> p->qshift), "local cache: cycle in a bin");
+                }
+            }
+            PCHECK(b == l->bytes && b == atomic_load(&l->cached), "local cache: %" PRIu64 " bytes, counters %"
+                   PRIu64, b, l->bytes);
+            mb += b;
         }
         PCHECK(mb == cached_b || !quiescent, "caches hold %" PRIu64 " bytes, cached blocks %" PRIu64, mb, cached_b);
         if (quiescent) {
-            PCHECK(used_b + cached_b == atomic_load(&p->in_use), "in use counter %" PRIu64 ", blocks %" PRIu64
-                   " + cached %" PRIu64, (uint64_t)atomic_load(&p->in_use), used_b, cached_b);
+            uint64_t in_use = atomic_load(&p->in_use);
+            for (bp_pool_local *l = p->locals; l; l = l->next) in_use += (uint64_t)atomic_load(&l->pending);
+            PCHECK(used_b + cached_b == in_use, "in use counter %" PRIu64 ", blocks %" PRIu64 " + cached %" PRIu64,
+                   in_use, used_b, cached_b);
         }
     }
 #undef PCHECK
 done:
     pool_unlock_all(p);
-    for (pmag *m = p->mags; m; m = m->next) pool_spin_unlock(&m->lock);
+    for (bp_pool_local *l = p->locals; l; l = l->next)
+        if (l->locked) pool_spin_unlock(&l->lock);
     pthread_mutex_unlock(&p->global);
     return st;
 }

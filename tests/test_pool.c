@@ -103,7 +103,12 @@ static void shadow_run(uint64_t alignment, uint32_t compact_interval, int nops, 
             uint64_t size = bp_pool_block_bytes(p, ptr);
             uint64_t q = alignment > 256 ? alignment : 256;
             CHECK_MSG(((uintptr_t)ptr & (alignment - 1)) == 0, "%p not aligned to %" PRIu64, ptr, alignment);
-            CHECK_MSG(size >= req && size % q == 0 && size - req < q, "req %" PRIu64 " got %" PRIu64, req, size);
+            /* rounded to the quantum, then up to its cache class (a step is
+             * at most a quarter), or a cached block of the next class: at
+             * most (5/4)^2 of the rounded size, or one quantum more) */
+            uint64_t rq = (req + q - 1) / q * q;
+            CHECK_MSG(size >= req && size % q == 0 && (size - rq <= q || size - rq <= rq * 9 / 16),
+                      "req %" PRIu64 " got %" PRIu64, req, size);
             for (int j = 0; j < n; j++) {
                 uintptr_t a = (uintptr_t)ptr, b = (uintptr_t)live[j].p;
                 CHECK_MSG(a + size <= b || b + live[j].size <= a, "blocks overlap: %p+%" PRIu64 " and %p+%" PRIu64,
@@ -250,7 +255,7 @@ static int borrow_scenario(int seed_bug, uint64_t *os_calls_after, uint64_t *bor
     bp_pool_get_stats(p, &s0);
     for (int i = 0; i < 20; i++) {
         CHECK_OK(bp_pool_alloc(p, 300 * KiB, &small, &err), err);   /* class 256 KiB: empty -> borrows */
-        CHECK_OK(bp_pool_alloc(p, 5 * MiB - 512 * KiB, &big, &err), err);
+        CHECK_OK(bp_pool_alloc(p, 4 * MiB, &big, &err), err);       /* 320 KiB (its cache class) + 4 MiB fit */
         CHECK_OK(bp_pool_dealloc(p, small, &err), err);
         CHECK_OK(bp_pool_dealloc(p, big, &err), err);
         CHECK_OK(bp_pool_alloc(p, 5 * MiB, &big, &err), err);     /* needs the whole block again */
@@ -639,10 +644,11 @@ static void test_thread_cache(void)
     bp_pool_get_stats(p, &s1);
     CHECK(s1.cache_hits == s0.cache_hits + 1 && s1.n_allocs == 2 && s1.n_deallocs == 1 && s1.n_live_blocks == 1);
     CHECK(s1.in_use_bytes == 5120);
-    /* a different size never comes from the cache */
+    /* a larger class never comes from a smaller class's bin: 5400 rounds
+     * to 5632, whose class is 6144 */
     CHECK_OK(bp_pool_dealloc(p, b, &err), err);
     CHECK_OK(bp_pool_alloc(p, 5400, &a, &err), err);
-    CHECK(bp_pool_block_bytes(p, a) == 5632);
+    CHECK(a != b && bp_pool_block_bytes(p, a) == 6144);
     CHECK_OK(bp_pool_dealloc(p, a, &err), err);
     /* blocks freed by another thread sit in its cache; statistics return
      * them first, and so does the thread's exit */
@@ -690,28 +696,37 @@ static void test_local(void)
     bp_pool_get_stats(p, &s0);
     CHECK(s0.n_locals == 1);
     CHECK_OK(bp_pool_local_alloc(l, 70000, &a, &err), err);
-    CHECK(bp_pool_block_bytes(p, a) == 70144);
+    CHECK(bp_pool_block_bytes(p, a) == 81920);          /* 274 quanta -> class of 320 */
     CHECK_OK(bp_pool_local_dealloc(l, a, &err), err);
     CHECK(bp_pool_block_bytes(p, a) == 0);
     CHECK(bp_pool_local_dealloc(l, a, &err) == BP_ERR_USAGE && strstr(err.msg, "not a live block")); /* double */
     CHECK(bp_pool_dealloc(p, a, &err) == BP_ERR_USAGE);                   /* double, through the plain API */
     bp_pool_get_stats(p, &s1);
-    CHECK(s1.cached_bytes == 70144 && s1.in_use_bytes == 0 && s1.n_live_blocks == 0);
+    CHECK(s1.cached_bytes == 81920 && s1.in_use_bytes == 0 && s1.n_live_blocks == 0);
     CHECK_OK(bp__pool_check(p, 1, &err), err);                           /* with a block in the handle */
-    CHECK_OK(bp_pool_local_alloc(l, 70100, &b, &err), err);              /* rounds to the same 70144 */
-    CHECK(a == b && bp_pool_block_bytes(p, b) == 70144);
+    CHECK_OK(bp_pool_local_alloc(l, 79000, &b, &err), err);              /* another size of the same class */
+    CHECK(a == b && bp_pool_block_bytes(p, b) == 81920);
     bp_pool_get_stats(p, &s1);
-    CHECK(s1.cache_hits == s0.cache_hits + 1 && s1.cached_bytes == 0 && s1.in_use_bytes == 70144);
+    CHECK(s1.cache_hits == s0.cache_hits + 1 && s1.cached_bytes == 0 && s1.in_use_bytes == 81920);
     CHECK(s1.n_allocs == 2 && s1.n_deallocs == 1 && s1.n_live_blocks == 1);
     /* interior and foreign pointers */
     int local;
     CHECK(bp_pool_local_dealloc(l, (char *)b + 256, &err) == BP_ERR_USAGE);
     CHECK(bp_pool_local_dealloc(l, (char *)b + 1, &err) == BP_ERR_USAGE);
     CHECK(bp_pool_local_dealloc(l, &local, &err) == BP_ERR_USAGE);
-    /* a different size never comes from the cache; 0 bytes counts as 1 */
+    /* two classes up never comes from the cache (100000 -> 448 quanta) ... */
     CHECK_OK(bp_pool_local_dealloc(l, b, &err), err);
-    CHECK_OK(bp_pool_local_alloc(l, 70400, &c, &err), err);
-    CHECK(c != b && bp_pool_block_bytes(p, c) == 70400);
+    CHECK_OK(bp_pool_local_alloc(l, 100000, &c, &err), err);
+    CHECK(c != b && bp_pool_block_bytes(p, c) == 114688);
+    /* ... but the next class up serves a miss whole (90000 -> class of 384
+     * quanta, the cached block is of 448) */
+    CHECK_OK(bp_pool_local_dealloc(l, c, &err), err);
+    CHECK_OK(bp_pool_local_alloc(l, 90000, &a, &err), err);
+    CHECK(a == c && bp_pool_block_bytes(p, a) == 114688);
+    CHECK_OK(bp_pool_local_dealloc(l, a, &err), err);
+    CHECK_OK(bp_pool_local_alloc(l, 100000, &c, &err), err);
+    CHECK(c == a);
+    /* 0 bytes counts as 1 */
     CHECK_OK(bp_pool_local_alloc(l, 0, &a, &err), err);
     CHECK(a && bp_pool_block_bytes(p, a) == 256);
     /* either API frees what the other allocated */
@@ -729,7 +744,7 @@ static void test_local(void)
               s1.n_chunks);
     bp_pool_local_free(l);
     bp_pool_get_stats(p, &s1);
-    CHECK(s1.n_locals == 0 && s1.n_allocs == s1.n_deallocs && s1.cache_hits == s0.cache_hits + 1);
+    CHECK(s1.n_locals == 0 && s1.n_allocs == s1.n_deallocs && s1.cache_hits >= s0.cache_hits + 3);
 
     /* the bound: a handle of 64 KiB caches at most 64 KiB */
     CHECK_OK(bp_pool_local_new(p, 64 * KiB, &l, &err), err);
@@ -764,11 +779,11 @@ static void test_local(void)
     for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_local_alloc(l, 200 * KiB, &x[i], &err), err);
     for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_local_dealloc(l, x[i], &err), err);
     bp_pool_get_stats(p, &s0);
-    CHECK(s0.cached_bytes == 8 * 200 * KiB);
-    CHECK_OK(bp_pool_local_alloc(l, 1800 * KiB, &a, &err), err);
+    CHECK(s0.cached_bytes == 8 * 224 * KiB);                /* 200 KiB -> class of 224 KiB */
+    CHECK_OK(bp_pool_local_alloc(l, 1700 * KiB, &a, &err), err); /* -> 1792 KiB */
     bp_pool_get_stats(p, &s1);
     CHECK(s1.reserved_bytes <= o.max_bytes && s1.cached_bytes == 0 && s1.os_calls == s0.os_calls);
-    /* and a split of a cached block: one 200 KiB block serves 100 KiB */
+    /* and a split of a cached block: one 224 KiB block serves 100 KiB (112) */
     CHECK_OK(bp_pool_local_dealloc(l, a, &err), err);
     bp_pool_local_flush(l);
     for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_local_alloc(l, 200 * KiB, &x[i], &err), err);
@@ -776,7 +791,7 @@ static void test_local(void)
     void *y[40];
     int ny = 0, in_x0 = 0;
     while (ny < 40 && bp_pool_local_alloc(l, 100 * KiB, &y[ny], &err) == BP_OK) {
-        in_x0 += (char *)y[ny] >= (char *)x[0] && (char *)y[ny] < (char *)x[0] + 200 * KiB;
+        in_x0 += (char *)y[ny] >= (char *)x[0] && (char *)y[ny] < (char *)x[0] + 224 * KiB;
         ny++;
     }
     CHECK_MSG(ny < 40 && in_x0 >= 1, "%d blocks of 100 KiB, %d inside the cached block", ny, in_x0);
@@ -812,19 +827,116 @@ static void test_local_flush_request(void)
     CHECK_OK(bp_pool_local_dealloc(l, a, &err), err);
     bp_pool_stats s;
     bp_pool_get_stats(p, &s);
-    CHECK(s.cached_bytes == 5120);
+    uint64_t cached = s.cached_bytes;          /* a, and what the miss took in its batch */
+    CHECK(cached >= 5120);
     compact_arg ca = {p};
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, compact_thread, &ca) == 0);
     pthread_join(th, NULL);
     bp_pool_get_stats(p, &s);
-    CHECK(s.cached_bytes == 5120);              /* the other thread cannot take it */
+    CHECK(s.cached_bytes == cached);            /* the other thread cannot take it */
     CHECK_OK(bp_pool_local_dealloc(l, b, &err), err); /* the next call returns the cache first */
     bp_pool_get_stats(p, &s);
     CHECK_MSG(s.cached_bytes == 7168, "cached %" PRIu64, s.cached_bytes);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     bp_pool_local_free(l);
     bp_pool_free(p);
+}
+
+/* A miss of a small class takes a batch from the lists under one lock: the
+ * first block is handed out, the rest wait in the handle's bin (within its
+ * bound), so the next allocations of the class hit. */
+static void test_local_batch(void)
+{
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+    REQUIRE(p);
+    bp_pool_local *l = NULL;
+    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    bp_pool_stats s0, s1;
+    void *v[9];
+    /* free memory on the lists first (a miss of an empty pool grows it) */
+    CHECK_OK(bp_pool_alloc(p, 256 * KiB, &v[0], &err), err);
+    CHECK_OK(bp_pool_dealloc(p, v[0], &err), err);
+    bp_pool_compact(p);
+    CHECK_OK(bp_pool_local_alloc(l, 1000, &v[0], &err), err);   /* 1024: a miss */
+    bp_pool_get_stats(p, &s0);
+    CHECK_MSG(s0.cached_bytes == 7 * 1024, "cached %" PRIu64 " after one miss", s0.cached_bytes);
+    CHECK(s0.in_use_bytes == 1024);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    for (int i = 1; i < 8; i++) CHECK_OK(bp_pool_local_alloc(l, 800 + 20 * (uint64_t)i, &v[i], &err), err);
+    bp_pool_get_stats(p, &s1);
+    CHECK(s1.cache_hits == s0.cache_hits + 7 && s1.cached_bytes == 0 && s1.in_use_bytes == 8 * 1024);
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < i; j++) CHECK(v[i] != v[j]);
+    CHECK_OK(bp_pool_local_alloc(l, 1024, &v[8], &err), err);  /* the next miss, the next batch */
+    bp_pool_get_stats(p, &s1);
+    CHECK(s1.cached_bytes == 7 * 1024);
+    for (int i = 0; i < 9; i++) CHECK_OK(bp_pool_local_dealloc(l, v[i], &err), err);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_local_free(l);
+    /* the batch stays inside the handle's bound */
+    CHECK_OK(bp_pool_local_new(p, 4096, &l, &err), err);
+    CHECK_OK(bp_pool_local_alloc(l, 3000, &v[0], &err), err);   /* 3072 */
+    bp_pool_get_stats(p, &s1);
+    CHECK_MSG(s1.cached_bytes <= 4096 && s1.cached_bytes == 3072, "cached %" PRIu64, s1.cached_bytes);
+    CHECK_OK(bp_pool_local_dealloc(l, v[0], &err), err);
+    bp_pool_local_free(l);
+    bp_pool_get_stats(p, &s1);
+    CHECK(s1.cached_bytes == 0 && s1.in_use_bytes == 0 && s1.n_live_blocks == 0);
+    bp_pool_free(p);
+}
+
+/* Blocks allocated on one thread and freed on another, through handles
+ * and through the plain API: the freeing thread's cache serves them again,
+ * and a double free across threads is still caught. */
+typedef struct { bp_pool *p; void **blk; int n; int plain; void *again[16]; } xfree_arg;
+static void *xfree_thread(void *v)
+{
+    xfree_arg *a = v;
+    bp_error err = {0};
+    bp_pool_local *l = NULL;
+    if (!a->plain) CHECK_OK(bp_pool_local_new(a->p, 0, &l, &err), err);
+    for (int i = 0; i < a->n; i++)
+        CHECK_OK(l ? bp_pool_local_dealloc(l, a->blk[i], &err) : bp_pool_dealloc(a->p, a->blk[i], &err), err);
+    CHECK(bp_pool_dealloc(a->p, a->blk[0], &err) == BP_ERR_USAGE);  /* double free, cross-thread */
+    /* the same sizes again come from this thread's cache */
+    for (int i = 0; i < a->n; i++)
+        CHECK_OK(l ? bp_pool_local_alloc(l, 4096 * (uint64_t)(i + 1), &a->again[i], &err)
+                   : bp_pool_alloc(a->p, 4096 * (uint64_t)(i + 1), &a->again[i], &err), err);
+    int same = 0;  /* sizes of one class may come back in another order */
+    for (int i = 0; i < a->n; i++)
+        for (int j = 0; j < a->n; j++) same += a->again[i] == a->blk[j];
+    CHECK_MSG(same == a->n, "%d of %d blocks came back from the freeing thread's cache", same, a->n);
+    for (int i = 0; i < a->n; i++)
+        CHECK_OK(l ? bp_pool_local_dealloc(l, a->again[i], &err) : bp_pool_dealloc(a->p, a->again[i], &err), err);
+    bp_pool_local_free(l);
+    return NULL;
+}
+
+static void test_cross_thread_free(void)
+{
+    for (int plain = 0; plain < 2; plain++) {
+        bp_error err = {0};
+        bp_pool *p = NULL;
+        CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+        REQUIRE(p);
+        bp_pool_local *l = NULL;
+        CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+        void *blk[16];
+        for (int i = 0; i < 16; i++) CHECK_OK(bp_pool_local_alloc(l, 4096 * (uint64_t)(i + 1), &blk[i], &err), err);
+        xfree_arg a = {p, blk, 16, plain, {0}};
+        pthread_t th;
+        REQUIRE(pthread_create(&th, NULL, xfree_thread, &a) == 0);
+        pthread_join(th, NULL);
+        bp_pool_local_free(l);
+        CHECK_OK(bp__pool_check(p, 1, &err), err);
+        bp_pool_stats s;
+        bp_pool_get_stats(p, &s);
+        CHECK(s.in_use_bytes == 0 && s.cached_bytes == 0 && s.n_live_blocks == 0);
+        bp_pool_free(p);
+    }
 }
 
 int main(void)
@@ -840,6 +952,8 @@ int main(void)
     test_thread_cache();
     test_local();
     test_local_flush_request();
+    test_local_batch();
+    test_cross_thread_free();
     shadow_run(256, 4096, 60000, 1, 0);
     shadow_run(4096, 64, 30000, 2, 0);
     shadow_run(256, 0, 30000, 3, 0);
