@@ -364,9 +364,18 @@ static uint32_t pool_fit(const bp_pool *p, const pcls *k, uint64_t sz)
     return best;
 }
 
-/* Takes block i off k's list (k locked, k = its home) for a request of sz
- * from class `served`; the remainder stays free on the same list.  Without a
- * spare descriptor the whole block is handed out (never a failure). */
+/* Free block li absorbs its physical successor ri (free, same home, off
+ * every list; k = that home, locked): ri's descriptor goes back to k. */
+static void pool_absorb(bp_pool *p, pcls *k, uint32_t li, uint32_t ri)
+{
+    pblk *l = D(p, li), *r = D(p, ri);
+    l->size += r->size;
+    l->next_phys = r->next_phys;
+    if (r->next_phys) D(p, r->next_phys)->prev_phys = li;
+    pool_map_set(p, r->chunk, BADDR(r), 0);
+    pool_desc_put(p, k, ri);
+}
+
 /* Immediate coalescing: block i (off every list, about to be pushed on k,
  * its home, locked) absorbs the free neighbours after and before it (a chunk
  * has one home, so k's lock covers them).  Returns the block to push: i, or
@@ -376,24 +385,14 @@ static uint32_t pool_coalesce(bp_pool *p, pcls *k, uint32_t i)
     pblk *b = D(p, i);
     uint32_t ni = b->next_phys;
     if (ni && atomic_load_explicit(&D(p, ni)->state, memory_order_acquire) == BLK_FREE && D(p, ni)->home == b->home) {
-        pblk *n = D(p, ni);
         pool_unlink(p, k, ni);
-        b->size += n->size;
-        b->next_phys = n->next_phys;
-        if (n->next_phys) D(p, n->next_phys)->prev_phys = i;
-        pool_map_set(p, b->chunk, BADDR(n), 0);
-        pool_desc_put(p, k, ni);
+        pool_absorb(p, k, i, ni);
         k->merges++;
     }
     uint32_t pi = b->prev_phys;
     if (pi && atomic_load_explicit(&D(p, pi)->state, memory_order_acquire) == BLK_FREE && D(p, pi)->home == b->home) {
-        pblk *q = D(p, pi);
         pool_unlink(p, k, pi);
-        q->size += b->size;
-        q->next_phys = b->next_phys;
-        if (b->next_phys) D(p, b->next_phys)->prev_phys = pi;
-        pool_map_set(p, b->chunk, BADDR(b), 0);
-        pool_desc_put(p, k, i);
+        pool_absorb(p, k, pi, i);
         k->merges++;
         return pi;
     }
@@ -573,11 +572,7 @@ static void pool_merge_locked(bp_pool *p)
                 if (atomic_load_explicit(&n->state, memory_order_acquire) != BLK_FREE || n->home != b->home) break;
                 if (!moved) { pool_unlink(p, K, i); moved = true; } /* its size bin changes */
                 pool_unlink(p, K, ni);
-                b->size += n->size;
-                b->next_phys = n->next_phys;
-                if (n->next_phys) D(p, n->next_phys)->prev_phys = i;
-                pool_map_set(p, ch, BADDR(n), 0);
-                pool_desc_put(p, K, ni);
+                pool_absorb(p, K, i, ni);
                 p->merges++;
             }
             if (moved) pool_push(p, K, i);
