@@ -681,15 +681,15 @@ static void test_local(void)
     CHECK_OK(bp_pool_new(NULL, &p, &err), err);
     REQUIRE(p);
     bp_pool_local *l = (bp_pool_local *)1;
-    CHECK(bp_pool_local_new(NULL, 0, &l, &err) == BP_ERR_USAGE && l == NULL);
-    CHECK(bp_pool_local_new(p, 0, NULL, &err) == BP_ERR_USAGE);
+    CHECK(bp_pool_local_new(NULL, 0, &l, &err) == BP_ERR_USAGE && l == NULL && strstr(err.msg, "NULL pool"));
+    CHECK(bp_pool_local_new(p, 0, NULL, &err) == BP_ERR_USAGE && strstr(err.msg, "NULL output"));
     CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
     REQUIRE(l);
     void *a = (void *)1, *b = NULL, *c = NULL;
-    CHECK(bp_pool_local_alloc(NULL, 10, &a, &err) == BP_ERR_USAGE && a == NULL);
-    CHECK(bp_pool_local_alloc(l, 10, NULL, &err) == BP_ERR_USAGE);
-    CHECK(bp_pool_local_alloc(l, UINT64_MAX, &a, &err) == BP_ERR_EXHAUSTED && a == NULL);
-    CHECK(bp_pool_local_dealloc(NULL, &err, &err) == BP_ERR_USAGE);
+    CHECK(bp_pool_local_alloc(NULL, 10, &a, &err) == BP_ERR_USAGE && a == NULL && strstr(err.msg, "NULL handle"));
+    CHECK(bp_pool_local_alloc(l, 10, NULL, &err) == BP_ERR_USAGE && strstr(err.msg, "NULL output pointer"));
+    CHECK_MSG(bp_pool_local_alloc(l, UINT64_MAX, &a, &err) == BP_ERR_EXHAUSTED && a == NULL && strstr(err.msg, "18446744073709551615"), "%s", err.msg);
+    CHECK(bp_pool_local_dealloc(NULL, &err, &err) == BP_ERR_USAGE && strstr(err.msg, "local dealloc: NULL handle"));
     CHECK(bp_pool_local_dealloc(l, NULL, &err) == BP_OK);
     /* free then alloc of the same rounded size: the same block, from the cache */
     bp_pool_stats s0, s1;
