@@ -939,6 +939,98 @@ static void test_cross_thread_free(void)
     }
 }
 
+/* A miss the lists cannot serve evicts the handle's bins least recently
+ * allocated first, one bin at a time, until the lists can serve: the cold
+ * bin goes back (and merges), the bin in use stays, and the pool does not
+ * grow. */
+static void test_local_evict(void)
+{
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.max_bytes = 2 * MiB;       /* one chunk of 2 MiB, no growth possible */
+    o.compact_interval = 0;
+    CHECK_OK(bp_pool_new(&o, &p, &err), err);
+    bp_pool_local *l = NULL;
+    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    void *a[4], *b[4], *x = NULL;
+    /* the chunk's home is the 1 MiB class, so every size below borrows from
+     * it and merged pieces serve any of them */
+    CHECK_OK(bp_pool_alloc(p, 1900 * KiB, &x, &err), err);
+    CHECK_OK(bp_pool_dealloc(p, x, &err), err);
+    bp_pool_compact(p);
+    for (int i = 0; i < 4; i++) CHECK_OK(bp_pool_local_alloc(l, 200 * KiB, &a[i], &err), err); /* 224 KiB */
+    for (int i = 0; i < 4; i++) CHECK_OK(bp_pool_local_alloc(l, 100 * KiB, &b[i], &err), err); /* 112 KiB */
+    for (int i = 0; i < 4; i++) CHECK_OK(bp_pool_local_dealloc(l, a[i], &err), err);
+    for (int i = 0; i < 4; i++) CHECK_OK(bp_pool_local_dealloc(l, b[i], &err), err);
+    /* the 112 KiB class is allocated again: the 224 KiB bin is the colder */
+    CHECK_OK(bp_pool_local_alloc(l, 100 * KiB, &x, &err), err);
+    CHECK_OK(bp_pool_local_dealloc(l, x, &err), err);
+    bp_pool_stats s0, s1;
+    bp_pool_get_stats(p, &s0);
+    CHECK_MSG(s0.cached_bytes == 4 * 224 * KiB + 4 * 112 * KiB && s0.reserved_bytes == 2 * MiB,
+              "cached %" PRIu64 ", reserved %" PRIu64, s0.cached_bytes, s0.reserved_bytes);
+    /* 800 KiB (896 KiB): the lists hold 704 KiB; evicting the 224 KiB bin
+     * merges its four blocks into one 896 KiB block, which fits */
+    CHECK_OK(bp_pool_local_alloc(l, 800 * KiB, &x, &err), err);
+    bp_pool_get_stats(p, &s1);
+    CHECK_MSG(s1.cached_bytes == 4 * 112 * KiB, "cached %" PRIu64 " after the eviction", s1.cached_bytes);
+    CHECK(s1.os_calls == s0.os_calls && s1.reserved_bytes == 2 * MiB);
+    CHECK(bp_pool_block_bytes(p, x) == 896 * KiB);
+    int from_a = 0;
+    for (int i = 0; i < 4; i++) from_a += x == a[i];
+    CHECK_MSG(from_a == 1, "the 896 KiB block is made of the evicted blocks");
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    /* the bin in use still hits */
+    uint64_t hits = s1.cache_hits;
+    CHECK_OK(bp_pool_local_alloc(l, 110 * KiB, &a[0], &err), err);
+    bp_pool_get_stats(p, &s1);
+    CHECK(s1.cache_hits == hits + 1);
+    CHECK_OK(bp_pool_local_dealloc(l, a[0], &err), err);
+    CHECK_OK(bp_pool_local_dealloc(l, x, &err), err);
+    bp_pool_local_free(l);
+    bp_pool_get_stats(p, &s1);
+    CHECK(s1.in_use_bytes == 0 && s1.cached_bytes == 0 && s1.n_live_blocks == 0 && s1.failures == 0);
+    bp_pool_free(p);
+}
+
+/* A repeated trace of phases of different sizes (as a network's stages):
+ * after the first replay the pool never grows again, whatever its handle
+ * caches (the OS-call counter, not timing). */
+static void test_local_no_growth(void)
+{
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+    bp_pool_local *l = NULL;
+    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    static const uint64_t phase[] = {1900 * KiB, 950 * KiB, 240 * KiB, 120 * KiB, 60 * KiB, 30 * KiB, 245 * KiB};
+    static const int count[] = {1, 5, 18, 21, 18, 5, 1};
+    void *live[32] = {0};
+    uint64_t os_after_first = 0;
+    for (int rep = 0; rep < 20; rep++) {
+        for (int ph = 0; ph < 7; ph++) {
+            /* a window of live blocks slides through the phase */
+            for (int i = 0; i < count[ph] + 4; i++) {
+                if (live[i % 32]) CHECK_OK(bp_pool_local_dealloc(l, live[i % 32], &err), err);
+                live[i % 32] = NULL;
+                if (i < count[ph]) CHECK_OK(bp_pool_local_alloc(l, phase[ph] + (uint64_t)i * 256, &live[i % 32], &err), err);
+            }
+        }
+        for (int i = 0; i < 32; i++)
+            if (live[i]) { CHECK_OK(bp_pool_local_dealloc(l, live[i], &err), err); live[i] = NULL; }
+        bp_pool_stats s;
+        bp_pool_get_stats(p, &s);
+        if (rep == 0) os_after_first = s.os_calls;
+        else CHECK_MSG(s.os_calls == os_after_first, "replay %d: %" PRIu64 " OS calls, %" PRIu64 " after the first",
+                       rep, s.os_calls, os_after_first);
+    }
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_local_free(l);
+    bp_pool_free(p);
+}
+
 int main(void)
 {
     test_classes();
@@ -953,6 +1045,8 @@ int main(void)
     test_local();
     test_local_flush_request();
     test_local_batch();
+    test_local_evict();
+    test_local_no_growth();
     test_cross_thread_free();
     shadow_run(256, 4096, 60000, 1, 0);
     shadow_run(4096, 64, 30000, 2, 0);

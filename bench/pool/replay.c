@@ -9,11 +9,16 @@
  * 1. Memory pass (also the warm-up): one replay that writes one byte in every
  *    page of every block.  Peak RSS growth over it (VmHWM, reset with
  *    clear_refs) is the memory the allocator took from the OS and used,
- *    measured the same way for every allocator, to the page.
+ *    measured the same way for every allocator, to the page.  The same
+ *    growth at the end (peak_rss_run_mib), after one more replay that
+ *    writes every page once the timed rounds are over, is the steady-state
+ *    footprint: an allocator whose caches spread the blocks of later
+ *    replays over more memory than the first one used shows it there (the
+ *    timed rounds write only first bytes, which hides it).
  * 2. Timed rounds (--rounds, best one counts): each replays the trace
  *    --iters times, or more to reach --min-calls alloc+free calls per
  *    thread (fewer when that would take more than --max-round-s, judged by
- *    the warm-up replay), writing only the first byte of each block (an allocator that
+ *    one untimed replay after the warm-up), writing only the first byte of each block (an allocator that
  *    gives memory back to the OS pays the page faults it causes).
  * OS calls after warm-up: mmap, munmap, mremap, madvise, brk and mprotect
  * calls of the whole process during the timed rounds, counted with kernel
@@ -219,6 +224,9 @@ static void *worker(void *arg)
     pthread_barrier_wait(&bar); /* baseline taken */
     replay_once(slot, 1, t == 0); /* memory pass and warm-up: every page written */
     pthread_barrier_wait(&bar); /* warm-up done */
+    pthread_barrier_wait(&bar); /* peak RSS read */
+    replay_once(slot, 0, 0);      /* calibration: one replay as the rounds make them */
+    pthread_barrier_wait(&bar);
     for (int r = 0; r < rounds; r++) {
         pthread_barrier_wait(&bar);
         double t0 = now(), c0 = cpu_now();
@@ -226,7 +234,9 @@ static void *worker(void *arg)
         round_s[t][r] = now() - t0;
         round_cpu[t][r] = cpu_now() - c0;
     }
-    pthread_barrier_wait(&bar); /* rounds done: OS calls read */
+    pthread_barrier_wait(&bar); /* rounds done */
+    pthread_barrier_wait(&bar); /* OS calls read */
+    replay_once(slot, 1, 0);    /* footprint: every page of the steady state's blocks */
     pthread_barrier_wait(&bar);
 #ifdef REPLAY_POOL
     bp_pool_local_free(tl_local);
@@ -334,11 +344,16 @@ int main(int argc, char **argv)
     pthread_barrier_wait(&bar);
     double tw = now();
     pthread_barrier_wait(&bar); /* memory pass done */
-    tw = now() - tw;
-    /* a slow allocator: fewer replays per round (the warm-up replay, which
-     * writes every page, overestimates a replay's time) */
-    if (max_round_s > 0 && tw * reps > max_round_s) reps = tw > max_round_s ? 1 : (int)(max_round_s / tw);
     long peak_rss = status_kib("VmHWM:");
+    /* a slow allocator: fewer replays per round, judged by one replay made
+     * the way the rounds make them (the memory pass, which writes every page
+     * and grows the allocator, overestimates a replay's time many times over,
+     * which made the rounds of fast allocators last well under a millisecond) */
+    tw = now();
+    pthread_barrier_wait(&bar); /* peak RSS read */
+    pthread_barrier_wait(&bar); /* calibration replay done */
+    tw = now() - tw;
+    if (max_round_s > 0 && tw * reps > max_round_s) reps = tw > max_round_s ? 1 : (int)(max_round_s / tw);
     long long os0 = os_read();
 #ifdef REPLAY_POOL
     bp_pool_stats s0;
@@ -346,8 +361,14 @@ int main(int argc, char **argv)
 #endif
     for (int r = 0; r < rounds; r++) pthread_barrier_wait(&bar);
     pthread_barrier_wait(&bar); /* the last round is done */
-    long long os1 = os_read();  /* before the threads free their handles and slot arrays */
+    long long os1 = os_read();  /* before the footprint replay and before the threads free their handles */
+#ifdef REPLAY_POOL
+    bp_pool_stats s_rounds;     /* the pool's own backend calls, over the same span */
+    bp_pool_get_stats(pool, &s_rounds);
+#endif
     pthread_barrier_wait(&bar);
+    pthread_barrier_wait(&bar); /* the footprint replay is done */
+    long peak_rss_run = status_kib("VmHWM:");
     for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
     long peak_va = status_kib("VmPeak:");
     /* the best round: the slowest thread of it */
@@ -370,16 +391,16 @@ int main(int argc, char **argv)
     if (os0 >= 0 && os1 >= 0) snprintf(osbuf, sizeof osbuf, "%lld", os1 - os0);
     else snprintf(osbuf, sizeof osbuf, "n/a");
     printf("allocator=%s verified=%s threads=%d events=%zu calls_per_round=%.0f rounds=%d seconds=%.6f "
-           "mcalls_per_s=%.3f cpu_ns_per_call=%.2f peak_rss_mib=%.1f peak_va_mib=%.1f os_calls_after_warmup=%s "
+           "mcalls_per_s=%.3f cpu_ns_per_call=%.2f peak_rss_mib=%.1f peak_rss_run_mib=%.1f peak_va_mib=%.1f os_calls_after_warmup=%s "
            "failures=%ld",
            name, verified, threads, n_ops, calls, rounds, best, calls / best / 1e6, cpu_best / calls * 1e9,
-           (peak_rss - base_rss) / 1024.0, (peak_va - base_va) / 1024.0, osbuf, failures);
+           (peak_rss - base_rss) / 1024.0, (peak_rss_run - base_rss) / 1024.0, (peak_va - base_va) / 1024.0, osbuf, failures);
 #ifdef REPLAY_POOL
     bp_pool_stats s1;
     bp_pool_get_stats(pool, &s1);
     printf(" pool_os_calls_after_warmup=%llu peak_reserved_mib=%.1f peak_in_use_mib=%.1f meta_mib=%.2f "
            "fragmentation=%.3f borrows=%llu cache_hits=%llu",
-           (unsigned long long)(s1.os_calls - s0.os_calls), s1.peak_reserved_bytes / 1048576.0,
+           (unsigned long long)(s_rounds.os_calls - s0.os_calls), s1.peak_reserved_bytes / 1048576.0,
            s1.peak_in_use_bytes / 1048576.0, s1.meta_bytes / 1048576.0, s1.fragmentation,
            (unsigned long long)s1.borrows, (unsigned long long)s1.cache_hits);
     if (have_early)

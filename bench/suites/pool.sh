@@ -56,43 +56,47 @@ for a in "${allocs[@]}"; do printf ' %s Mcalls/s |' "$a"; done
 printf ' pool CPU ns/call | best peer CPU ns/call |'
 for a in "${allocs[@]}"; do printf ' %s peak MiB |' "$a"; done
 for a in "${allocs[@]}"; do printf ' %s OS calls |' "$a"; done
-printf ' pool vs best peer | same, CPU time | pool peak vs smallest peer |\n'
-printf '|---|---|---|'; for _ in "${allocs[@]}" "${allocs[@]}" "${allocs[@]}"; do printf -- '---|'; done; printf -- '---|---|---|---|---|\n'
+printf ' pool vs best peer | same, CPU time | pool peak vs smallest peer | pool footprint MiB | smallest peer footprint MiB |\n'
+printf '|---|---|---|'; for _ in "${allocs[@]}" "${allocs[@]}" "${allocs[@]}"; do printf -- '---|'; done; printf -- '---|---|---|---|---|---|---|\n'
 for t in "${traces[@]}"; do
   nal=$(grep -c '^ALLOC' "$work/$t.csv")
   for th in 1 2; do
-    declare -A thr=() peak=() osc=() cpu=()
+    declare -A thr=() peak=() osc=() cpu=() foot=()
     for a in "${allocs[@]}"; do
       out="$(run "$a" "$t" "$th")"
       thr[$a]="$(echo " $out" | field mcalls_per_s)"
       cpu[$a]="$(echo " $out" | field cpu_ns_per_call)"
       peak[$a]="$(echo " $out" | field peak_rss_mib)"
+      foot[$a]="$(echo " $out" | field peak_rss_run_mib)"
       osc[$a]="$(echo " $out" | field os_calls_after_warmup)"
       case "$a" in pool*) osc[$a]="${osc[$a]} ($(echo " $out" | field pool_os_calls_after_warmup))";; esac
       [ "$(echo " $out" | field verified)" = yes ] || thr[$a]="${thr[$a]}(unverified)"
     done
-    best=0; small=0; bcpu=0
+    best=0; small=0; bcpu=0; sfoot=0
     for a in "${peers[@]}"; do
       best=$(awk -v x="${thr[$a]%%(*}" -v b="$best" 'BEGIN{print (x+0 > b+0) ? x : b}')
       bcpu=$(awk -v x="${cpu[$a]}" -v b="$bcpu" 'BEGIN{print (b+0 == 0 || x+0 < b+0) ? x : b}')
       small=$(awk -v x="${peak[$a]}" -v b="$small" 'BEGIN{print (b+0 == 0 || x+0 < b+0) ? x : b}')
+      sfoot=$(awk -v x="${foot[$a]}" -v b="$sfoot" 'BEGIN{print (b+0 == 0 || x+0 < b+0) ? x : b}')
     done
     printf '| %s | %s | %s |' "$t" "$nal" "$th"
     for a in "${allocs[@]}"; do printf ' %s |' "${thr[$a]}"; done
     printf ' %s | %s |' "${cpu[pool]}" "$bcpu"
     for a in "${allocs[@]}"; do printf ' %s |' "${peak[$a]}"; done
     for a in "${allocs[@]}"; do printf ' %s |' "${osc[$a]}"; done
-    printf ' %s | %s | %s |\n' \
+    printf ' %s | %s | %s | %s | %s |\n' \
       "$(awk -v p="${thr[pool]}" -v b="$best" 'BEGIN{printf (b > 0 ? "%.2fx" : "-"), p / b}')" \
       "$(awk -v p="${cpu[pool]}" -v b="$bcpu" 'BEGIN{printf (p > 0 ? "%.2fx" : "-"), b / p}')" \
-      "$(awk -v p="${peak[pool]}" -v b="$small" 'BEGIN{printf (b > 0 ? "%.2fx" : "-"), p / b}')"
-    unset thr peak osc cpu
+      "$(awk -v p="${peak[pool]}" -v b="$small" 'BEGIN{printf (b > 0 ? "%.2fx" : "-"), p / b}')" \
+      "${foot[pool]}" "$sfoot"
+    unset thr peak osc cpu foot
   done
 done
 echo
 echo "allocs: ALLOC rows per replay.  Mcalls/s: alloc+free calls per second (wall clock), best of $rounds timed rounds of >= $min_calls calls per thread (fewer when a round would pass ~2 s), after a warm-up replay."
 echo "CPU ns/call: the threads' CPU time per call in the best round (CLOCK_THREAD_CPUTIME_ID); \"same, CPU time\" = best peer's CPU ns/call / pool's.  Less disturbed by other load than the wall clock."
 echo "peak MiB: growth of peak RSS over the warm-up replay, which writes every page of every block (memory taken from the OS and used)."
+echo "footprint MiB: growth of peak RSS over the whole run, after one more replay at the end that writes every page (the steady state's memory; the timed rounds write only first bytes)."
 echo "OS calls: mmap/munmap/mremap/madvise/brk/mprotect calls of the process during the timed rounds (perf tracepoints); for the pool, its own backend calls in parentheses."
 "$bin/pool_trace" synthetic 7 "$drift_events" > "$work/drift.csv"
 for mode in "" --plain; do
