@@ -30,7 +30,7 @@
  * greedy (assign_greedy.c: skyline packing, lowest floor first, static
  * priorities, squeaky wheel) on a small budget; with fixed offsets, the canonical greedy with its
  * squeaky-wheel passes, then an iterated greedy over placement orders.
- * This brings the MiniMalloc instances from ~1.07-1.19 to ~1.00-1.09 x the
+ * This brings the MiniMalloc instances from ~1.07-1.19 to ~1.00-1.10 x the
  * best known (docs/BENCHMARKS.md).  Search's incumbent phase (quality mode) runs the greedy on
  * its larger budget (up to 200,000 intervals) until its deadline, without
  * the improvement phase.

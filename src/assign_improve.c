@@ -25,15 +25,6 @@
  * small perturbation of the best construction's weights.  Unplaced buffers
  * are listed by first segment (ascending by last).
  *
- * Restarts from a prefix.  A construction records its steps (placements
- * and raises).  After the first dozen, 70% of the constructions replay a
- * prefix of the best one's steps (cheap: no choices, no tree until the
- * end) and go on from there with new weights: the prefix ends at a random
- * point before a random raise of the best one, since a raise is where it
- * wasted space.  This keeps a good bottom of the packing and spends the
- * budget on its top; on the MiniMalloc instances it brings the mean from
- * ~1.053 to ~1.044 x the best known at the same budget (over 6 seeds).
- *
  * Orders (with pre-placed buffers).  A
  * solution is encoded as an order of the buffers; decoding places them in
  * that order, each at the lowest aligned offset where it misses the placed
@@ -85,9 +76,6 @@ static uint64_t im_rand(uint64_t *s)
     x ^= x << 13; x ^= x >> 7; x ^= x << 17;
     return *s = x;
 }
-
-/* uniform in [0, 1) */
-static double im_unit(uint64_t *rng) { return (double)(im_rand(rng) >> 11) * (1.0 / 9007199254740992.0); }
 
 static void im_sort_conf(im_conf *c, size_t k)
 {
@@ -202,11 +190,6 @@ static void im_swap(im_ctx *c, uint32_t i, uint32_t j)
  * unplaced buffers whose lifetime lies inside it, chosen by a scored rule;
  * when none fits, the stretch is raised to its lower neighbour (that space
  * is wasted).  Weights w[] vary the rule between constructions. */
-/* One step of a construction: buffer b placed at v, or (b = UINT32_MAX)
- * segments [a, e) raised to v.  A construction can restart from a prefix
- * of another's steps. */
-typedef struct im_ev { uint32_t b, a, e; uint64_t v; } im_ev;
-
 typedef struct im_sky {
     uint32_t S;                  /* segments */
     uint32_t *ls, *us;           /* k: first / past-last segment of each buffer */
@@ -221,8 +204,6 @@ typedef struct im_sky {
     uint64_t *R, *R0;            /* S: unplaced bytes live in each segment (now / at the start) */
     double *f;                   /* S + 1: the fill's best weight from each segment of the stretch on */
     uint32_t *fc;                /* S + 1: its first buffer there, UINT32_MAX = the segment stays empty */
-    im_ev *ev;                   /* 3k + 1: this construction's steps */
-    uint32_t nev;
 } im_sky;
 
 static void im_sky_unlink(im_sky *y, uint32_t b)
@@ -251,10 +232,6 @@ static void im_sky_set(im_ctx *c, im_sky *y, uint32_t l, uint32_t u, uint64_t v)
  * w[4] noise); a pick scores it by all of them.  The first constructions
  * use fixed weights, then random ones. */
 #define IM_N_RULES 4
-/* Constructions from scratch before the restarts from a prefix, and the
- * share of from-scratch ones after. */
-#define IM_N_FULL 12
-#define IM_P_FULL 0.3
 #define IM_W 8
 static const double im_rules[IM_N_RULES][IM_W] = {
     {1, 0.2, 0.3, 0.3, 0, 0, 0, 0}, {1, 0.5, 0.1, 0.1, 0, 0, 0, 0},
@@ -268,7 +245,6 @@ static bool im_sky_place(im_ctx *c, im_sky *y, uint32_t b, uint64_t hm, uint64_t
     im_sky_unlink(y, b);
     uint64_t o = bp__align_up(hm, c->align[b]), top = o + c->size[b];
     c->off[b] = o;
-    y->ev[y->nev++] = (im_ev){ b, 0, 0, o };
     im_sky_set(c, y, y->ls[b], y->us[b], top);
     bool ok = true;
     for (uint32_t s = y->ls[b]; s < y->us[b]; s++) {
@@ -281,11 +257,12 @@ static bool im_sky_place(im_ctx *c, im_sky *y, uint32_t b, uint64_t hm, uint64_t
 
 /* One construction; writes c->off[]; returns the arena or UINT64_MAX when
  * it could not stay at or under cutoff. */
-static uint64_t im_sky_build(im_ctx *c, im_sky *y, const double *w, bool fill, uint64_t *rng, uint64_t cutoff,
-                             const im_ev *pre, uint32_t npre)
+static uint64_t im_sky_build(im_ctx *c, im_sky *y, const double *w, bool fill, uint64_t *rng, uint64_t cutoff)
 {
     uint32_t k = c->k, S = y->S;
     for (uint32_t s = 0; s < S; s++) { y->h[s] = 0; y->head[s] = UINT32_MAX; y->R[s] = y->R0[s]; }
+    for (uint32_t v = 0; v < y->P; v++) y->mn[y->P + v] = v < S ? 0 : UINT64_MAX;
+    for (uint32_t v = y->P; v-- > 1;) y->mn[v] = y->mn[2 * v] < y->mn[2 * v + 1] ? y->mn[2 * v] : y->mn[2 * v + 1];
     for (uint32_t q = 0; q < k; q++) {   /* pushed by upper descending: lists come out ascending */
         uint32_t b = y->byus[q], s = y->ls[b];
         y->pv[b] = UINT32_MAX;
@@ -296,30 +273,6 @@ static uint64_t im_sky_build(im_ctx *c, im_sky *y, const double *w, bool fill, u
     c->work += S + k;
     uint64_t arena = 0;
     uint32_t placed = 0;
-    /* replay the prefix (it stayed under a cutoff once; the bound is
-     * checked again from the next step on) */
-    y->nev = 0;
-    for (uint32_t q = 0; q < npre; q++) {
-        im_ev v = pre[q];
-        y->ev[y->nev++] = v;
-        if (v.b == UINT32_MAX) {
-            for (uint32_t s = v.a; s < v.e; s++) y->h[s] = v.v;
-            c->work += v.e - v.a;
-            continue;
-        }
-        uint32_t b = v.b;
-        uint64_t top = v.v + c->size[b];
-        im_sky_unlink(y, b);
-        c->off[b] = v.v;
-        for (uint32_t s = y->ls[b]; s < y->us[b]; s++) { y->h[s] = top; y->R[s] -= c->size[b]; }
-        c->work += y->us[b] - y->ls[b] + 1;
-        if (top > arena) arena = top;
-        placed++;
-    }
-    if (arena > cutoff) return UINT64_MAX;
-    for (uint32_t v = 0; v < y->P; v++) y->mn[y->P + v] = v < S ? y->h[v] : UINT64_MAX;
-    for (uint32_t v = y->P; v-- > 1;) y->mn[v] = y->mn[2 * v] < y->mn[2 * v + 1] ? y->mn[2 * v] : y->mn[2 * v + 1];
-    c->work += y->P;
     while (placed < k) {
         /* the lowest stretch [a, e), leftmost */
         uint32_t v = 1;
@@ -393,81 +346,8 @@ static uint64_t im_sky_build(im_ctx *c, im_sky *y, const double *w, bool fill, u
         for (uint32_t s = a; s < e; s++)
             if (to + y->R[s] > cutoff) return UINT64_MAX;
         im_sky_set(c, y, a, e, to);
-        y->ev[y->nev++] = (im_ev){ UINT32_MAX, a, e, to };
     }
     return arena;
-}
-
-/* The overlap lists (adjacency in time, O(n log n + overlaps) in one
- * sweep over the sorted end points): free-free both ways, and for each
- * free buffer the [offset, end) of the pre-placed ones it overlaps.  *fillp
- * gets a 2k scratch array (the caller frees it).  False when out of memory
- * (what was allocated is in c / *fillp, freed by the caller). */
-static bool im_adjacency(im_ctx *c, const bp_interval *iv, const bp__tp *tp, uint32_t nt, const uint32_t *ids,
-                         uint32_t *live, uint32_t **fillp)
-{
-    const bp_allocator *a = c->a;
-    uint32_t k = c->k, *fill = NULL;
-    size_t n_live = 0;
-    uint32_t *wh = bp__alloc(a, (size_t)nt * sizeof *wh);
-    if (!wh) return false;
-    for (int fillpass = 0; fillpass < 2; fillpass++) {
-        n_live = 0;
-        for (size_t e = 0; e < 2 * (size_t)nt; e++) {
-            uint32_t b = tp[e].b;
-            if (tp[e].end) {
-                uint32_t w = wh[b];
-                live[w] = live[--n_live];
-                wh[live[w]] = w;
-                continue;
-            }
-            for (size_t l = 0; l < n_live; l++) {
-                uint32_t x = live[l];
-                if (x >= k && b >= k) continue;
-                if (fillpass == 0) {
-                    if (x < k && b < k) { c->adj_off[x + 1]++; c->adj_off[b + 1]++; }
-                    else c->fx_off[(x < k ? x : b) + 1]++;
-                } else if (x < k && b < k) {
-                    c->adj[fill[x]++] = b; c->adj[fill[b]++] = x;
-                } else {
-                    uint32_t fr = x < k ? x : b, fi = ids[x < k ? b : x];
-                    uint32_t at = c->fx_off[fr] + (fill[k + fr]++);
-                    c->fxo[at] = iv[fi].fixed_offset;
-                    c->fxe[at] = iv[fi].fixed_offset + iv[fi].size;
-                }
-            }
-            wh[b] = (uint32_t)n_live;
-            live[n_live++] = b;
-        }
-        if (fillpass == 0) {
-            for (uint32_t b = 0; b < k; b++) { c->adj_off[b + 1] += c->adj_off[b]; c->fx_off[b + 1] += c->fx_off[b]; }
-            c->n_adj = c->adj_off[k] ? c->adj_off[k] : 1;
-            c->n_fx = c->fx_off[k] ? c->fx_off[k] : 1;
-            size_t maxd = 1;
-            for (uint32_t b = 0; b < k; b++) {
-                size_t d = (size_t)(c->adj_off[b + 1] - c->adj_off[b]) + (c->fx_off[b + 1] - c->fx_off[b]);
-                if (d > maxd) maxd = d;
-            }
-            c->adj = bp__alloc(a, c->n_adj * sizeof *c->adj);
-            c->fxo = bp__alloc(a, c->n_fx * sizeof *c->fxo);
-            c->fxe = bp__alloc(a, c->n_fx * sizeof *c->fxe);
-            c->conf = bp__alloc(a, maxd * sizeof *c->conf);
-            *fillp = fill = bp__alloc(a, 2 * (size_t)k * sizeof *fill);
-            if (!c->adj) c->n_adj = 0;
-            if (!c->fxo || !c->fxe) {   /* free with the size they were made */
-                bp__free(a, c->fxo, c->n_fx * sizeof *c->fxo);
-                bp__free(a, c->fxe, c->n_fx * sizeof *c->fxe);
-                c->fxo = c->fxe = NULL;
-                c->n_fx = 0;
-            }
-            if (c->conf) c->conf_cap = maxd;
-            if (!c->adj || !c->fxo || !c->conf || !fill) { bp__free(a, wh, (size_t)nt * sizeof *wh); return false; }
-            memcpy(fill, c->adj_off, (size_t)k * sizeof *fill);
-            memset(fill + k, 0, (size_t)k * sizeof *fill);
-        }
-    }
-    bp__free(a, wh, (size_t)nt * sizeof *wh);
-    return true;
 }
 
 typedef struct im_key { uint64_t off, size; uint32_t b; } im_key;
@@ -563,11 +443,8 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
         y.R0 = bp__calloc(a, np, sizeof *y.R0);
         y.f = bp__alloc(a, (np + 1) * sizeof *y.f);
         y.fc = bp__alloc(a, (np + 1) * sizeof *y.fc);
-        y.ev = bp__alloc(a, (3 * (size_t)k + 1) * sizeof *y.ev);
-        im_ev *bev = bp__alloc(a, (3 * (size_t)k + 1) * sizeof *bev);
-        uint32_t nbev = 0;
         bool ok = y.byus && y.mn && y.tpt && y.ls && y.us && y.h && y.head && y.nx && y.pv && y.R && y.R0 &&
-                  y.f && y.fc && y.ev && bev;
+                  y.f && y.fc;
         if (ok) {
             /* tp[] holds the sorted end points: distinct times */
             uint32_t T = 0;
@@ -595,36 +472,19 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
             for (uint64_t it = 0; c.work < work && best_ar > lb; it++) {
                 if (deadline > 0 && (it & 7) == 7 && bp__now() >= deadline) break;
                 for (int q = 0; q < IM_W; q++) {
-                    double r = im_unit(&rng);
+                    double r = (double)(im_rand(&rng) >> 11) * (1.0 / 9007199254740992.0);
                     if (it < IM_N_RULES) w[q] = im_rules[it][q];
                     else if (have_bw && (it & 1)) w[q] = bw[q] + 0.2 * (r - 0.5) < 0 ? 0 : bw[q] + 0.2 * (r - 0.5);
                     else w[q] = q == 4 ? 0.3 * r : r;   /* noise: a tie-breaker, not the rule */
                 }
-                /* after the first constructions, most restart from a prefix
-                 * of the best one's steps: up to a random point before a
-                 * random raise (where it wasted space) */
-                uint32_t j0 = 0;
-                if (have_bw && it >= IM_N_FULL && im_unit(&rng) >= IM_P_FULL) {
-                    uint32_t nr = 0;
-                    for (uint32_t q = 0; q < nbev; q++) nr += bev[q].b == UINT32_MAX;
-                    c.work += nbev;
-                    if (nr) {
-                        uint32_t pick = (uint32_t)(im_unit(&rng) * nr), q = 0;
-                        if (pick >= nr) pick = nr - 1;
-                        for (;; q++) if (bev[q].b == UINT32_MAX && pick-- == 0) break;
-                        j0 = (uint32_t)(im_unit(&rng) * q);
-                        if (j0 >= q) j0 = q ? q - 1 : 0;
-                    }
-                }
                 /* two fills, then a pick */
-                uint64_t ar = im_sky_build(&c, &y, w, it % 3 != 2, &rng, best_ar - 1, bev, j0);
+                uint64_t ar = im_sky_build(&c, &y, w, it % 3 != 2, &rng, best_ar - 1);
                 if (ar < best_ar) {
-                    improved = true;
                     best_ar = ar;
+                    improved = true;
                     memcpy(best, c.off, (size_t)k * sizeof *best);
                     memcpy(bw, w, sizeof bw);
                     have_bw = true;
-                    im_ev *t = bev; bev = y.ev; y.ev = t; nbev = y.nev;
                 }
             }
         }
@@ -641,14 +501,73 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
         bp__free(a, y.R0, np * sizeof *y.R0);
         bp__free(a, y.f, (np + 1) * sizeof *y.f);
         bp__free(a, y.fc, (np + 1) * sizeof *y.fc);
-        bp__free(a, y.ev, (3 * (size_t)k + 1) * sizeof *y.ev);
-        bp__free(a, bev, (3 * (size_t)k + 1) * sizeof *bev);
         if (!ok) goto out;
     }
     /* Without pre-placed buffers the skyline had the whole budget; with
      * them, the search over orders below does. */
     if (nf == 0) goto finish;
-    if (!im_adjacency(&c, iv, tp, nt, ids, live, &fill)) goto out;
+    /* degrees (both ways for free-free, one way for free-fixed) */
+    {
+        size_t n_live = 0;
+        uint32_t *wh = bp__alloc(a, (size_t)nt * sizeof *wh);
+        if (!wh) goto out;
+        for (int fillpass = 0; fillpass < 2; fillpass++) {
+            n_live = 0;
+            for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+                uint32_t b = tp[e].b;
+                if (tp[e].end) {
+                    uint32_t w = wh[b];
+                    live[w] = live[--n_live];
+                    wh[live[w]] = w;
+                    continue;
+                }
+                for (size_t l = 0; l < n_live; l++) {
+                    uint32_t x = live[l];
+                    if (x >= k && b >= k) continue;
+                    if (fillpass == 0) {
+                        if (x < k && b < k) { c.adj_off[x + 1]++; c.adj_off[b + 1]++; }
+                        else c.fx_off[(x < k ? x : b) + 1]++;
+                    } else if (x < k && b < k) {
+                        c.adj[fill[x]++] = b; c.adj[fill[b]++] = x;
+                    } else {
+                        uint32_t fr = x < k ? x : b, fi = ids[x < k ? b : x];
+                        uint32_t at = c.fx_off[fr] + (fill[k + fr]++);
+                        c.fxo[at] = iv[fi].fixed_offset;
+                        c.fxe[at] = iv[fi].fixed_offset + iv[fi].size;
+                    }
+                }
+                wh[b] = (uint32_t)n_live;
+                live[n_live++] = b;
+            }
+            if (fillpass == 0) {
+                for (uint32_t b = 0; b < k; b++) { c.adj_off[b + 1] += c.adj_off[b]; c.fx_off[b + 1] += c.fx_off[b]; }
+                c.n_adj = c.adj_off[k] ? c.adj_off[k] : 1;
+                c.n_fx = c.fx_off[k] ? c.fx_off[k] : 1;
+                size_t maxd = 1;
+                for (uint32_t b = 0; b < k; b++) {
+                    size_t d = (size_t)(c.adj_off[b + 1] - c.adj_off[b]) + (c.fx_off[b + 1] - c.fx_off[b]);
+                    if (d > maxd) maxd = d;
+                }
+                c.adj = bp__alloc(a, c.n_adj * sizeof *c.adj);
+                c.fxo = bp__alloc(a, c.n_fx * sizeof *c.fxo);
+                c.fxe = bp__alloc(a, c.n_fx * sizeof *c.fxe);
+                c.conf = bp__alloc(a, maxd * sizeof *c.conf);
+                fill = bp__alloc(a, 2 * (size_t)k * sizeof *fill);
+                if (!c.adj) c.n_adj = 0;
+                if (!c.fxo || !c.fxe) {   /* free with the size they were made */
+                    bp__free(a, c.fxo, c.n_fx * sizeof *c.fxo);
+                    bp__free(a, c.fxe, c.n_fx * sizeof *c.fxe);
+                    c.fxo = c.fxe = NULL;
+                    c.n_fx = 0;
+                }
+                if (c.conf) c.conf_cap = maxd;
+                if (!c.adj || !c.fxo || !c.conf || !fill) { bp__free(a, wh, (size_t)nt * sizeof *wh); goto out; }
+                memcpy(fill, c.adj_off, (size_t)k * sizeof *fill);
+                memset(fill + k, 0, (size_t)k * sizeof *fill);
+            }
+        }
+        bp__free(a, wh, (size_t)nt * sizeof *wh);
+    }
 
     /* The start: the caller's solution sorted by offset (larger first on ties). */
     keys = bp__alloc(a, (size_t)k * sizeof *keys);
