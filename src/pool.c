@@ -26,15 +26,30 @@
  * *served* (the seed's bug, bp__pool_set_seed_bug) strands it where it can
  * never merge back, and the large classes erode until the pool must grow.
  *
+ * Arenas: the class lists live in arenas.  Arena 0 (shared) holds the
+ * up-front reservation and the chunks of freed handles; every thread cache
+ * (a bp_pool_local, the plain API's included) owns one more, and a chunk
+ * belongs to one arena (pchunk.arena).  A thread allocates from its cache,
+ * then its own arena's lists (uncontended locks), then the shared arena's,
+ * and grows into its own arena; so two threads never meet on a class lock
+ * and never flush each other.  A free of another arena's block goes to that
+ * arena's list under its class lock (pool_lock_home re-reads the owner under
+ * the lock: a chunk changes arena only under every class lock).  A freed
+ * handle's chunks move to the shared arena (its live blocks stay valid) and
+ * its arena struct waits for the next handle.  Only when the pool cannot
+ * grow are other threads' caches and arenas searched.
+ *
  * Locks: the common path (alloc from its own class or borrowed from a larger
  * one, any dealloc) holds one per-class spin lock at a time and changes
  * per-block state with atomics (USED -> GOING -> FREE detects double frees
- * without a lock); an atomic bit mask of non-empty classes lets it skip empty
- * ones.  The global mutex is taken only to merge, grow or trim (and to read
- * statistics); those take every class lock after the global one.  No path
- * holds two class locks unless it holds the global lock, so there is no
- * lock-order cycle.  (The seed took the global lock to borrow too; taking
- * only the donor's lock is enough, because a borrow touches one list.)
+ * without a lock); an atomic bit mask of non-empty classes per arena lets it
+ * skip empty ones.  The global mutex is taken only to merge, grow, move
+ * chunks between arenas or trim (and to read statistics); those take every
+ * class lock of every arena after the global one (a periodic merge pass
+ * takes only its arena's).  No path holds two class locks unless it holds
+ * the global lock, so there is no lock-order cycle.  (The seed took the
+ * global lock to borrow too; taking only the donor's lock is enough, because
+ * a borrow touches one list.)
  *
  * Thread caches: every per-thread cache is a bp_pool_local.  The plain API
  * keeps one per thread in a pthread key owned by the pool, with a spin lock
@@ -53,8 +68,10 @@
  * map.  A miss takes a cached block of the next class, then a batch of its
  * class from the lists under one lock, then evicts the bins to the lists
  * (where they merge), least recently allocated class first, one bin at a
- * time until the lists can serve, before the pool merges or grows.  Other threads
- * never touch a handle: they set its flush flag, honoured at its next call.
+ * time until the lists can serve, before the pool merges or grows.  The bins
+ * hold blocks of the handle's arena and of the shared one only.  Other
+ * threads never touch a handle: they set its flush flag (compact, trim, or a
+ * pool that cannot grow), honoured at its next call.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
@@ -80,6 +97,7 @@ enum { BLK_DEAD = 0, BLK_FREE, BLK_USED, BLK_GOING, BLK_CACHED };
 
 
 typedef struct pchunk pchunk;
+typedef struct parena parena;
 
 typedef struct pblk {
     _Atomic uintptr_t addr;           /* atomic: a local handle may read a stale descriptor's (BADDR) */
@@ -97,6 +115,8 @@ typedef struct pblk {
 } pblk;
 
 struct pchunk {
+    _Atomic(parena *) arena;          /* owner of its blocks' lists; changes only under the global lock
+                                         with every class lock held (pool_lock_home re-checks it) */
     uintptr_t base;                   /* as the backend returned it */
     uint64_t bytes;                   /* as reserved */
     uintptr_t start;                  /* aligned start of the blocks */
@@ -124,10 +144,31 @@ typedef struct pcls {
     uint64_t n_allocs;                /* blocks taken from this class's memory */
     uint64_t lent;                    /* of those, for a smaller class (borrowed) */
     uint64_t merges;                  /* blocks merged away when freed (immediate coalescing) */
+    parena *ar;                       /* the arena it belongs to */
+    int idx;                          /* its class number */
 } pcls;
 
-struct bp_pool {
+/* An arena: the per-class free lists of the chunks it owns.  Arena 0 (the
+ * pool's `shared`) holds the up-front reservation and the chunks of freed
+ * handles; every bp_pool_local (the plain API's per-thread caches too) owns
+ * one more, so threads on their own arenas never meet on a class lock. */
+struct parena {
     pcls cls[NCLS];
+    _Alignas(64) atomic_uint nonempty; /* hint: bit k set when class k's list is not empty */
+    atomic_uint_fast64_t since_compact; /* frees since its last merge pass */
+    parena *next;                     /* all arenas, live or unused (global lock) */
+    parena *next_unused;              /* arenas of freed handles, for reuse (global lock) */
+    void *raw;                        /* what alloc returned (NULL: the pool's shared arena) */
+    uint64_t reserved;                /* bytes of its chunks (global lock) */
+    int id;                           /* 0 = shared */
+    int live;                         /* owned by a handle (global lock) */
+};
+
+struct bp_pool {
+    parena shared;                    /* arena 0 */
+    parena *arenas;                   /* every arena, shared first (global lock) */
+    parena *unused;                   /* arenas of freed handles (global lock) */
+    int n_arenas;
     void *raw;                        /* what alloc returned (the struct is 64-aligned) */
     size_t raw_size;
     bp_allocator alloc;
@@ -140,7 +181,7 @@ struct bp_pool {
     pthread_mutex_t global;
     atomic_int meta;                  /* descriptor slabs (leaf lock) */
     pblk *slabs[MAX_SLABS];
-    uint32_t desc_next, desc_free, n_slabs;
+    uint32_t desc_next, desc_free, n_slabs; /* under meta */
     /* under the global lock */
     pchunk **chunks;
     size_t n_chunks, cap_chunks;
@@ -148,8 +189,7 @@ struct bp_pool {
     uint64_t reserved, peak_reserved, usable, os_calls, borrows, compactions, merges, meta_bytes;
     /* lock-free */
     _Atomic(pindex *) index;
-    atomic_uint nonempty;             /* hint: bit k set when class k's list is not empty */
-    atomic_uint_fast64_t in_use, peak_in_use, since_compact, failures; /* in_use: blocks off the lists
+    atomic_uint_fast64_t in_use, peak_in_use, failures; /* in_use: blocks off the lists
                                                                          (handed out or cached) */
     /* thread caches */
     pthread_key_t key;                /* the plain API's per-thread bp_pool_local */
@@ -221,13 +261,41 @@ static inline void pool_spin_lock(atomic_int *l)
 }
 static inline void pool_spin_unlock(atomic_int *l) { atomic_store_explicit(l, 0, memory_order_release); }
 
+static void arena_lock(parena *a)
+{
+    for (int k = 0; k < NCLS; k++) pool_spin_lock(&a->cls[k].lock);
+}
+static void arena_unlock(parena *a)
+{
+    for (int k = NCLS - 1; k >= 0; k--) pool_spin_unlock(&a->cls[k].lock);
+}
+/* Every class lock of every arena, in list order (global lock held). */
 static void pool_lock_all(bp_pool *p)
 {
-    for (int k = 0; k < NCLS; k++) pool_spin_lock(&p->cls[k].lock);
+    for (parena *a = p->arenas; a; a = a->next) arena_lock(a);
 }
 static void pool_unlock_all(bp_pool *p)
 {
-    for (int k = NCLS - 1; k >= 0; k--) pool_spin_unlock(&p->cls[k].lock);
+    for (parena *a = p->arenas; a; a = a->next) arena_unlock(a);
+}
+
+static inline parena *chunk_arena(const pchunk *c)
+{
+    return atomic_load_explicit(&((pchunk *)c)->arena, memory_order_acquire);
+}
+
+/* Locks the home class of block b (not free, so its chunk and home are
+ * fixed) in the arena that owns its chunk now.  A chunk changes arena only
+ * under every class lock, so the owner read again under the lock is stable. */
+static pcls *pool_lock_home(const pblk *b)
+{
+    for (;;) {
+        parena *a = chunk_arena(b->chunk);
+        pcls *K = &a->cls[b->home];
+        pool_spin_lock(&K->lock);
+        if (atomic_load_explicit(&b->chunk->arena, memory_order_relaxed) == a) return K;
+        pool_spin_unlock(&K->lock);
+    }
 }
 
 /* ------------------------------------------------------------ descriptors */
@@ -250,7 +318,6 @@ static void pool_desc_refill(bp_pool *p, pcls *k)
                 pblk *s = bp__calloc(&p->alloc, DESC_SLAB, sizeof *s);
                 if (!s) break;
                 p->slabs[p->n_slabs++] = s;
-                p->meta_bytes += DESC_SLAB * sizeof *s;
             }
             i = p->desc_next++;
         }
@@ -312,7 +379,7 @@ static void pool_push(bp_pool *p, pcls *k, uint32_t i)
     b->prev_free = 0;
     b->next_free = k->head[j];
     if (k->head[j]) D(p, k->head[j])->prev_free = i;
-    if (!k->bins) atomic_fetch_or_explicit(&p->nonempty, 1u << (k - p->cls), memory_order_relaxed);
+    if (!k->bins) atomic_fetch_or_explicit(&k->ar->nonempty, 1u << k->idx, memory_order_relaxed);
     k->head[j] = i;
     k->bins |= 1u << j;
     k->n_free++;
@@ -326,7 +393,7 @@ static void pool_unlink(bp_pool *p, pcls *k, uint32_t i)
     unsigned j = pool_bin(b->size);
     if (b->prev_free) D(p, b->prev_free)->next_free = b->next_free;
     else if (!(k->head[j] = b->next_free) && !(k->bins &= ~(1u << j)))
-        atomic_fetch_and_explicit(&p->nonempty, ~(1u << (k - p->cls)), memory_order_relaxed);
+        atomic_fetch_and_explicit(&k->ar->nonempty, ~(1u << k->idx), memory_order_relaxed);
     if (b->next_free) D(p, b->next_free)->prev_free = b->prev_free;
     b->prev_free = b->next_free = 0;
     k->n_free--;
@@ -442,9 +509,11 @@ static void pool_take(bp_pool *p, pcls *k, uint32_t i, uint64_t sz, int served)
 
 static void pool_account_alloc(bp_pool *p, uint64_t size)
 {
+    /* the counter may dip below zero for a moment (a handle that freed
+     * another's blocks passes on its change first): compare signed */
     uint64_t now = atomic_fetch_add_explicit(&p->in_use, size, memory_order_relaxed) + size;
     uint64_t peak = atomic_load_explicit(&p->peak_in_use, memory_order_relaxed);
-    while (now > peak && !atomic_compare_exchange_weak_explicit(&p->peak_in_use, &peak, now,
+    while ((int64_t)now > (int64_t)peak && !atomic_compare_exchange_weak_explicit(&p->peak_in_use, &peak, now,
                                                                memory_order_relaxed, memory_order_relaxed)) {
     }
 }
@@ -453,9 +522,7 @@ static void pool_account_alloc(bp_pool *p, uint64_t size)
  * takes its size off the in-use count. */
 static void pool_list_put(bp_pool *p, uint32_t i)
 {
-    pblk *b = D(p, i);
-    pcls *K = &p->cls[b->home];
-    pool_spin_lock(&K->lock);
+    pcls *K = pool_lock_home(D(p, i));
     pool_push(p, K, pool_coalesce(p, K, i));
     pool_spin_unlock(&K->lock);
 }
@@ -502,6 +569,7 @@ struct bp_pool_local {
     const pindex *ix;                 /* the chunk index the MRU entries come from */
     lmru mru[LOC_MRU];                /* 64 KiB region -> the chunks in it (2-way sets) */
     bp_pool_local *next, *prev;       /* the pool's list (global lock) */
+    parena *arena;                    /* its own arena (its bins hold only blocks of it or of arena 0) */
     uint32_t since;                   /* list frees not yet added to since_compact */
     int64_t delta;                    /* change of in-use bytes not yet added to the pool's counter */
     _Alignas(64) atomic_int flush_req; /* set by other threads: return the cache */
@@ -549,25 +617,33 @@ static void pool_locals_request_flush(bp_pool *p)
 /* The plain API's thread caches (defined with the local handles' calls). */
 static void pool_mag_flush_all(bp_pool *p);
 static uint64_t pool_cached_bytes(bp_pool *p);
-static uint32_t pool_mag_get(bp_pool *p, unsigned bc);
-static bool pool_mag_put(bp_pool *p, pblk *b);
+static uint32_t pool_mag_get(bp_pool *p, bp_pool_local *l, unsigned bc);
+static bool pool_mag_put(bp_pool *p, bp_pool_local *l, pblk *b);
+static bp_pool_local *pool_mag(bp_pool *p);
+static void local_flush(bp_pool_local *l);
+static uint64_t local_batch(bp_pool_local *l, pcls *K, uint64_t sz, int c);
+static void local_account(bp_pool_local *l, int64_t d);
 static void pool_mag_exit(void *v);
 
 /* ---------------------------------------------------------------- merging */
 
-/* Merges every free block with the free blocks after it of the same home.
- * Global lock and all class locks held. */
-static void pool_merge_locked(bp_pool *p)
+/* Merges every free block with the free blocks after it of the same home,
+ * in the chunks of arena `only` (NULL: every arena).  Global lock and the
+ * class locks of those arenas held. */
+static void pool_merge_locked(bp_pool *p, parena *only)
 {
-    atomic_store_explicit(&p->since_compact, 0, memory_order_relaxed);
+    for (parena *a = p->arenas; a; a = a->next)
+        if (!only || a == only) atomic_store_explicit(&a->since_compact, 0, memory_order_relaxed);
     p->compactions++;
     for (size_t j = 0; j < p->n_chunks; j++) {
         pchunk *ch = p->chunks[j];
         if (!ch->live) continue;
+        parena *a = chunk_arena(ch);
+        if (only && a != only) continue;
         for (uint32_t i = ch->first; i; i = D(p, i)->next_phys) {
             pblk *b = D(p, i);
             if (atomic_load_explicit(&b->state, memory_order_acquire) != BLK_FREE) continue;
-            pcls *K = &p->cls[b->home];
+            pcls *K = &a->cls[b->home];
             bool moved = false;
             while (b->next_phys) {
                 uint32_t ni = b->next_phys;
@@ -583,6 +659,14 @@ static void pool_merge_locked(bp_pool *p)
     }
 }
 
+/* Anything freed since the last pass, in any arena (global lock held). */
+static bool pool_merge_due(const bp_pool *p)
+{
+    for (parena *a = p->arenas; a; a = a->next)
+        if (atomic_load_explicit(&a->since_compact, memory_order_relaxed)) return true;
+    return false;
+}
+
 void bp_pool_compact(bp_pool *p)
 {
     if (!p) return;
@@ -590,17 +674,19 @@ void bp_pool_compact(bp_pool *p)
     pool_mag_flush_all(p);
     pool_locals_request_flush(p);
     pool_lock_all(p);
-    pool_merge_locked(p);
+    pool_merge_locked(p, NULL);
     pool_unlock_all(p);
     pthread_mutex_unlock(&p->global);
 }
 
-static void pool_maybe_compact(bp_pool *p)
+/* The merge interval of arena a has passed: a pass over a's chunks only
+ * (its own class locks, so other arenas' threads do not wait). */
+static void pool_maybe_compact(bp_pool *p, parena *a)
 {
     if (pthread_mutex_trylock(&p->global) != 0) return; /* someone else is at it */
-    pool_lock_all(p);
-    if (atomic_load_explicit(&p->since_compact, memory_order_relaxed) >= p->compact_interval) pool_merge_locked(p);
-    pool_unlock_all(p);
+    arena_lock(a);
+    if (atomic_load_explicit(&a->since_compact, memory_order_relaxed) >= p->compact_interval) pool_merge_locked(p, a);
+    arena_unlock(a);
     pthread_mutex_unlock(&p->global);
 }
 
@@ -647,21 +733,21 @@ static pchunk *pool_find_chunk(const bp_pool *p, uintptr_t a)
 
 /* Smallest piece a class grows by: 16 blocks of its largest size, at most
  * grow_bytes; large requests get exactly what they need. */
-static uint64_t pool_grow_min(const bp_pool *p, int c)
+static uint64_t pool_grow_min(const bp_pool *p, const parena *a, int c)
 {
     uint64_t m = c + 1 < NCLS ? bp_pool_class_min(c + 1) * 16 : p->grow_bytes;
-    /* Geometric growth: a piece is at least 1/8 of what is reserved, so the
-     * chunk count (and the cost of rebuilding the chunk index on each growth)
-     * stays logarithmic until pieces reach grow_bytes. */
-    uint64_t geo = p->reserved / 8;
+    /* Geometric growth: a piece is at least 1/8 of what the arena holds, so
+     * the chunk count (and the cost of rebuilding the chunk index on each
+     * growth) stays logarithmic until pieces reach grow_bytes. */
+    uint64_t geo = a->reserved / 8;
     if (geo > m) m = geo;
     return m < p->grow_bytes ? m : p->grow_bytes;
 }
 
-/* Reserves a chunk of `bytes` usable bytes homed at class c; its one block is
- * returned off-list (state DEAD).  Global lock held.  Returns the descriptor or 0;
- * *why says which resource ran out. */
-static uint32_t pool_grow(bp_pool *p, int c, uint64_t bytes, bp_status *why)
+/* Reserves a chunk of `bytes` usable bytes for arena a, homed at class c;
+ * its one block is returned off-list (state DEAD).  Global lock held.
+ * Returns the descriptor or 0; *why says which resource ran out. */
+static uint32_t pool_grow(bp_pool *p, parena *a, int c, uint64_t bytes, bp_status *why)
 {
     uint64_t extra = p->quantum > p->be.base_alignment ? p->quantum : 0;
     uint64_t total = bytes + extra;
@@ -681,7 +767,7 @@ static uint32_t pool_grow(bp_pool *p, int c, uint64_t bytes, bp_status *why)
     uint64_t usable = (total - (start - (uintptr_t)base)) & ~(p->quantum - 1);
     uint64_t map_n = usable >> p->qshift;
     atomic_uint *map = ch ? bp__calloc(&p->alloc, (size_t)map_n, sizeof *map) : NULL;
-    pcls *K = &p->cls[c];
+    pcls *K = &a->cls[c];
     uint32_t i = 0;
     if (map) {
         pool_spin_lock(&K->lock);
@@ -704,6 +790,7 @@ static uint32_t pool_grow(bp_pool *p, int c, uint64_t bytes, bp_status *why)
     ch->map_n = map_n;
     ch->first = i;
     ch->live = 1;
+    atomic_init(&ch->arena, a);
     p->chunks[p->n_chunks++] = ch;
     if (!pool_index_rebuild(p)) {
         p->n_chunks--;
@@ -719,12 +806,12 @@ static uint32_t pool_grow(bp_pool *p, int c, uint64_t bytes, bp_status *why)
     }
     p->meta_bytes += sizeof *ch + map_n * sizeof *map;
     p->reserved += total;
+    a->reserved += total;
     p->usable += usable;
     if (p->reserved > p->peak_reserved) p->peak_reserved = p->reserved;
     atomic_store_explicit(&p->reserved_hint, p->reserved, memory_order_relaxed);
-    /* every local handle returns its cache at its next call: memory cached
-     * by one thread should not make another grow twice */
-    pool_locals_request_flush(p);
+    /* (no flush request to the other handles: their memory is in their
+     * own arenas; they are asked only when the pool would fail) */
     pblk *b = D(p, i);
     atomic_store_explicit(&b->addr, start, memory_order_relaxed);
     b->size = usable;
@@ -735,29 +822,56 @@ static uint32_t pool_grow(bp_pool *p, int c, uint64_t bytes, bp_status *why)
     return i; /* not on a list yet: the caller pushes (and takes) under K's lock */
 }
 
+/* Moves chunk ch (its arena's class locks and a's held, global lock held)
+ * to arena a: its free blocks move to a's lists of the same home. */
+static void pool_chunk_move(bp_pool *p, pchunk *ch, parena *a)
+{
+    parena *from = chunk_arena(ch);
+    if (from == a) return;
+    for (uint32_t i = ch->first; i; i = D(p, i)->next_phys) {
+        pblk *b = D(p, i);
+        if (atomic_load_explicit(&b->state, memory_order_acquire) != BLK_FREE) continue;
+        pool_unlink(p, &from->cls[b->home], i);
+        pool_push(p, &a->cls[b->home], i);
+    }
+    from->reserved -= ch->bytes;
+    a->reserved += ch->bytes;
+    atomic_store_explicit(&ch->arena, a, memory_order_release);
+}
+
 /* Before growing: an entirely free chunk (one merged free block) of at
- * least sz bytes, the smallest, changes home to class c, so memory a class no
- * longer needs serves another without an OS call.  Only whole chunks move:
- * moving part of one would mix homes inside it and stop it from ever merging
- * whole again.  Global lock and all class locks held. */
-static uint32_t pool_steal_chunk(bp_pool *p, int c, uint64_t sz)
+ * least sz bytes, the smallest, moves to arena a and class c, so memory a
+ * class or a thread no longer needs serves another without an OS call.
+ * Candidates are the chunks of a and of the shared arena, or of any arena
+ * when `any` (the caller tries those second).  Only whole chunks move: moving part of one would
+ * mix homes inside it and stop it from ever merging whole again.  Global
+ * lock and all class locks held. */
+static uint32_t pool_steal_chunk(bp_pool *p, parena *a, int c, uint64_t sz, bool any)
 {
     uint32_t best = 0;
     uint64_t best_size = UINT64_MAX;
+    pchunk *bc = NULL;
     for (size_t j = 0; j < p->n_chunks; j++) {
         pchunk *ch = p->chunks[j];
         if (!ch->live) continue;
+        parena *o = chunk_arena(ch);
+        if (!any && o != a && o != &p->shared) continue;
         pblk *b = D(p, ch->first);
         if (atomic_load_explicit(&b->state, memory_order_acquire) == BLK_FREE && !b->next_phys &&
             b->size >= sz && b->size < best_size) {
             best = ch->first;
             best_size = b->size;
+            bc = ch;
         }
     }
-    if (best && D(p, best)->home != c) {
-        pool_unlink(p, &p->cls[D(p, best)->home], best);
+    if (!best) return 0;
+    pool_chunk_move(p, bc, a);
+    /* a chunk of a smaller class changes home; one of a larger class (from
+     * another arena) keeps it, and its pieces are borrowed as usual */
+    if (D(p, best)->home < c) {
+        pool_unlink(p, &a->cls[D(p, best)->home], best);
         D(p, best)->home = (uint8_t)c;
-        pool_push(p, &p->cls[c], best);
+        pool_push(p, &a->cls[c], best);
     }
     return best;
 }
@@ -769,15 +883,17 @@ static bp_status pool_exhausted(bp_pool *p, uint64_t bytes, uint64_t sz, int c, 
     /* global lock held */
     uint64_t free_b = 0, largest = 0, nfree = 0;
     pool_lock_all(p);
-    for (int k = 0; k < NCLS; k++) {
-        free_b += p->cls[k].free_bytes;
-        nfree += p->cls[k].n_free;
-        if (p->cls[k].bins) {
-            uint32_t i = p->cls[k].head[31 - __builtin_clz(p->cls[k].bins)];
-            for (; i; i = D(p, i)->next_free)
-                if (D(p, i)->size > largest) largest = D(p, i)->size;
+    for (parena *a = p->arenas; a; a = a->next)
+        for (int k = 0; k < NCLS; k++) {
+            pcls *K = &a->cls[k];
+            free_b += K->free_bytes;
+            nfree += K->n_free;
+            if (K->bins) {
+                uint32_t i = K->head[31 - __builtin_clz(K->bins)];
+                for (; i; i = D(p, i)->next_free)
+                    if (D(p, i)->size > largest) largest = D(p, i)->size;
+            }
         }
-    }
     pool_unlock_all(p);
     atomic_fetch_add_explicit(&p->failures, 1, memory_order_relaxed);
     char cname[32], limit[48];
@@ -796,76 +912,88 @@ static bp_status pool_exhausted(bp_pool *p, uint64_t bytes, uint64_t sz, int c, 
                    nfree, largest);
 }
 
-/* Own class, then larger classes (borrowing).  All class locks held. */
-static uint32_t pool_search(bp_pool *p, int c, uint64_t sz, int *from)
+/* Arena a's lists: own class, then larger classes (borrowing).  The class
+ * locks of a held. */
+static uint32_t pool_search(bp_pool *p, parena *a, int c, uint64_t sz, pcls **from)
 {
     for (int k = c; k < NCLS; k++) {
-        pcls *K = &p->cls[k];
+        pcls *K = &a->cls[k];
         uint32_t i = K->bins ? pool_fit(p, K, sz) : 0;
         if (i) {
             pool_take(p, K, i, sz, c);
-            *from = k;
+            *from = K;
             return i;
         }
     }
     return 0;
 }
 
-static bp_status pool_alloc_slow(bp_pool *p, uint64_t bytes, uint64_t sz, int c, void **ptr, bp_error *err)
+/* The slow path, under the global lock: merge what was freed since the last
+ * pass; search arena a and the shared arena again; take an entirely free
+ * chunk of either; grow into a.  Only when the pool cannot grow (byte limit,
+ * backend refusal) does it touch the other threads' memory: the plain
+ * caches go back, the handles are asked to return theirs at their next
+ * call, and every arena's lists and free chunks are searched. */
+static bp_status pool_alloc_slow(bp_pool *p, parena *a, bp_pool_local *l, uint64_t bytes, uint64_t sz, int c,
+                                 void **ptr, bp_error *err)
 {
     pthread_mutex_lock(&p->global);
-    pool_mag_flush_all(p); /* cached blocks may merge into what is needed */
-    int from = c;
-    uint32_t i = 0;
-    {
-        /* merge what was freed since the last pass, look again, then take
-         * a chunk that became entirely free from whichever class holds it */
-        pool_lock_all(p);
-        if (atomic_load_explicit(&p->since_compact, memory_order_relaxed) > 0) pool_merge_locked(p);
-        i = pool_search(p, c, sz, &from);
-        if (!i) {
-            uint32_t s = pool_steal_chunk(p, c, sz);
-            if (s) {
-                pool_take(p, &p->cls[c], s, sz, c);
-                i = s;
-                from = c;
-            }
-        }
-        pool_unlock_all(p);
-    }
+    pool_lock_all(p);
+    if (pool_merge_due(p)) pool_merge_locked(p, NULL);
+    pcls *K = NULL;
+    uint32_t i = pool_search(p, a, c, sz, &K);
+    if (!i && a != &p->shared) i = pool_search(p, &p->shared, c, sz, &K);
+    if (!i) i = pool_steal_chunk(p, a, c, sz, false);
+    if (!i) i = pool_steal_chunk(p, a, c, sz, true);
+    if (i && !K) pool_take(p, K = &a->cls[D(p, i)->home], i, sz, c);
+    /* a handle's miss takes its batch here too */
+    uint64_t extra = i && l ? local_batch(l, K, sz, c) : 0;
+    pool_unlock_all(p);
     if (!i) {
         bp_status why;
-        uint64_t g = pool_grow_min(p, c);
+        uint64_t g = pool_grow_min(p, a, c);
         uint64_t want = bp__align_up(sz > g ? sz : g, p->be.granularity);
         uint64_t exact = bp__align_up(sz, p->be.granularity);
-        uint32_t b = pool_grow(p, c, want, &why);
-        if (!b && why == BP_ERR_EXHAUSTED && exact < want) b = pool_grow(p, c, exact, &why);
-        if (!b) {
+        uint32_t b = pool_grow(p, a, c, want, &why);
+        if (!b && why == BP_ERR_EXHAUSTED && exact < want) b = pool_grow(p, a, c, exact, &why);
+        if (b) {
+            K = &a->cls[c];
+            pool_spin_lock(&K->lock);
+            pool_push(p, K, b);
+            pool_take(p, K, b, sz, c);
+            if (l) extra = local_batch(l, K, sz, c);
+            pool_spin_unlock(&K->lock);
+            i = b;
+        } else if (why == BP_ERR_EXHAUSTED) {
+            pool_mag_flush_all(p);
+            pool_locals_request_flush(p);
+            pool_lock_all(p);
+            pool_merge_locked(p, NULL);
+            for (parena *o = p->arenas; o && !i; o = o->next) i = pool_search(p, o, c, sz, &K);
+            pool_unlock_all(p);
+        }
+        if (!i) {
             bp_status s = pool_exhausted(p, bytes, sz, c, why, err);
             pthread_mutex_unlock(&p->global);
             return s;
         }
-        pcls *K = &p->cls[c];
-        pool_spin_lock(&K->lock);
-        pool_push(p, K, b);
-        pool_take(p, K, b, sz, c);
-        pool_spin_unlock(&K->lock);
-        i = b;
     }
     pthread_mutex_unlock(&p->global);
-    pool_account_alloc(p, D(p, i)->size);
+    if (l) local_account(l, (int64_t)(D(p, i)->size + extra));
+    else pool_account_alloc(p, D(p, i)->size);
     *ptr = (void *)BADDR(D(p, i));
     return BP_OK;
 }
 
-/* Own class, then larger ones (borrowing), one class lock at a time; the
- * block is USED and counted in use.  0 when no list has a fit. */
-static uint32_t pool_alloc_lists(bp_pool *p, uint64_t sz, int c)
+/* Arena a's lists, own class then larger ones (borrowing), one class lock
+ * at a time; the block is USED and counted in use.  0 when no list has a
+ * fit. */
+static uint32_t arena_alloc_lists(bp_pool *p, parena *a, uint64_t sz, int c)
 {
-    unsigned mask = atomic_load_explicit(&p->nonempty, memory_order_relaxed) >> c;
+    unsigned mask = atomic_load_explicit(&a->nonempty, memory_order_relaxed) >> c;
     for (int k = c; mask; k++, mask >>= 1) {
         if (!(mask & 1)) continue;
-        pcls *K = &p->cls[k];
+        pcls *K = &a->cls[k];
         pool_spin_lock(&K->lock);
         uint32_t i = K->bins ? pool_fit(p, K, sz) : 0;
         if (i) {
@@ -879,6 +1007,14 @@ static uint32_t pool_alloc_lists(bp_pool *p, uint64_t sz, int c)
     return 0;
 }
 
+/* Arena a's lists, then the shared arena's. */
+static uint32_t pool_alloc_lists(bp_pool *p, parena *a, uint64_t sz, int c)
+{
+    uint32_t i = arena_alloc_lists(p, a, sz, c);
+    if (!i && a != &p->shared) i = arena_alloc_lists(p, &p->shared, sz, c);
+    return i;
+}
+
 bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err)
 {
     if (!ptr) return bp__err(err, BP_ERR_USAGE, "pool: alloc: NULL output pointer");
@@ -890,6 +1026,8 @@ bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err)
         return bp__err(err, BP_ERR_EXHAUSTED, "pool (%s): cannot allocate %" PRIu64 " bytes: larger than any pool",
                        p->be.name ? p->be.name : "backend", bytes);
     }
+    bp_pool_local *l = pool_mag(p);
+    parena *a = l ? l->arena : &p->shared;
     uint64_t sz = (req + p->quantum - 1) & ~(p->quantum - 1);
     /* binned sizes are rounded up to their cache class (as in the handles),
      * so a freed block serves every request of its class */
@@ -897,19 +1035,26 @@ bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err)
     if (sz >> p->qshift <= LOC_MAX_U) {
         bc = loc_ceil(sz >> p->qshift);
         sz = loc_units(bc) << p->qshift;
-        uint32_t h = pool_mag_get(p, bc);
+        uint32_t h = l ? pool_mag_get(p, l, bc) : 0;
         if (h) {
             *ptr = (void *)BADDR(D(p, h));
             return BP_OK;
         }
     }
     int c = pool_class(sz);
-    uint32_t i = pool_alloc_lists(p, sz, c);
+    uint32_t i = pool_alloc_lists(p, a, sz, c);
+    if (!i && l && atomic_load_explicit(&l->cached, memory_order_relaxed)) {
+        /* before the slow path, this thread's cache goes back to the lists */
+        pool_spin_lock(&l->lock);
+        local_flush(l);
+        pool_spin_unlock(&l->lock);
+        i = pool_alloc_lists(p, a, sz, c);
+    }
     if (i) {
         *ptr = (void *)BADDR(D(p, i));
         return BP_OK;
     }
-    return pool_alloc_slow(p, bytes, sz, c, ptr, err);
+    return pool_alloc_slow(p, a, NULL, bytes, sz, c, ptr, err);
 }
 
 /* The descriptor of the live block at ptr, or 0. */
@@ -922,35 +1067,31 @@ static uint32_t pool_lookup(const bp_pool *p, const void *ptr)
     return i && BADDR(D(p, i)) == a ? i : 0;
 }
 
-/* One more dealloc towards the next merge pass. */
-static void pool_count_dealloc(bp_pool *p)
+/* One more dealloc towards arena a's next merge pass. */
+static void pool_count_dealloc(bp_pool *p, parena *a)
 {
     if (p->compact_interval &&
-        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed) + 1 >= p->compact_interval)
-        pool_maybe_compact(p);
+        atomic_fetch_add_explicit(&a->since_compact, 1, memory_order_relaxed) + 1 >= p->compact_interval)
+        pool_maybe_compact(p, a);
     else if (!p->compact_interval)
-        atomic_fetch_add_explicit(&p->since_compact, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&a->since_compact, 1, memory_order_relaxed);
 }
 
-/* Block i (GOING, off every list) goes to the free list of `home`;
- * count: take it off the in-use count and add it to the merge interval's
- * counter (else the caller, a local handle, does both in batches). */
-static void pool_free_to_list_n(bp_pool *p, uint32_t i, int home, uint64_t size, int count)
+/* Block i (GOING, off every list) goes to its home's free list in the
+ * arena that owns its chunk; count: take it off the in-use count and add it
+ * to that arena's merge interval (else the caller, a local handle, does
+ * both in batches). */
+static void pool_free_to_list_n(bp_pool *p, uint32_t i, uint64_t size, int count)
 {
-    pcls *K = &p->cls[home];
-    pool_spin_lock(&K->lock);
+    pcls *K = pool_lock_home(D(p, i));
+    parena *a = K->ar;
     pool_push(p, K, pool_coalesce(p, K, i));
     K->n_deallocs++;
     pool_spin_unlock(&K->lock);
     if (count) {
         atomic_fetch_sub_explicit(&p->in_use, size, memory_order_relaxed);
-        pool_count_dealloc(p);
+        pool_count_dealloc(p, a);
     }
-}
-
-static void pool_free_to_list(bp_pool *p, uint32_t i, int home, uint64_t size)
-{
-    pool_free_to_list_n(p, i, home, size, 1);
 }
 
 bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err)
@@ -965,15 +1106,16 @@ bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err)
         return bp__err(err, BP_ERR_USAGE, "pool: dealloc of %p: not a live block of this pool "
                                           "(double free, interior or foreign pointer)", ptr);
     uint64_t size = b->size;
-    int home = b->home;
-    if (p->seed_bug) b->home = (uint8_t)(home = b->served);
-    /* into this thread's cache when it has room (counted towards the merge
-     * interval like a dealloc to the lists) */
-    if (pool_mag_put(p, b)) {
-        pool_count_dealloc(p);
+    if (p->seed_bug) b->home = b->served;
+    /* into this thread's cache when it has room and the block is of its
+     * arena or the shared one (counted towards the merge interval like a
+     * dealloc to the lists); another arena's block goes to that arena */
+    bp_pool_local *l = pool_mag(p);
+    if (l && pool_mag_put(p, l, b)) {
+        pool_count_dealloc(p, l->arena);
         return BP_OK;
     }
-    pool_free_to_list(p, i, home, size);
+    pool_free_to_list_n(p, i, size, 1);
     return BP_OK;
 }
 
@@ -1027,7 +1169,7 @@ static void local_delta_flush(bp_pool_local *l)
     atomic_store_explicit(&l->pending, 0, memory_order_relaxed);
 }
 
-static inline void local_account(bp_pool_local *l, int64_t d)
+static void local_account(bp_pool_local *l, int64_t d)
 {
     l->delta += d;
     if (l->delta > LOC_DELTA || l->delta < -LOC_DELTA) local_delta_flush(l);
@@ -1060,12 +1202,63 @@ static __attribute__((noinline)) void local_flush(bp_pool_local *l)
     loc_set(&l->cached, 0);
     local_delta_flush(l);
     /* they count towards the next merge pass now */
-    atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&l->arena->since_compact, n, memory_order_relaxed);
 }
 
 void bp_pool_local_flush(bp_pool_local *l)
 {
     if (l) local_flush(l);
+}
+
+static void arena_init(parena *a, int id)
+{
+    for (int k = 0; k < NCLS; k++) {
+        atomic_init(&a->cls[k].lock, 0);
+        a->cls[k].ar = a;
+        a->cls[k].idx = k;
+    }
+    atomic_init(&a->nonempty, 0);
+    atomic_init(&a->since_compact, 0);
+    a->id = id;
+}
+
+/* An arena for a new handle: one left by a freed handle, else a new one
+ * (global lock held).  NULL when host memory is out. */
+static parena *arena_get(bp_pool *p)
+{
+    parena *a = p->unused;
+    if (a) {
+        p->unused = a->next_unused;
+    } else {
+        size_t raw_size = sizeof *a + 64;
+        void *raw = bp__alloc(&p->alloc, raw_size);
+        if (!raw) return NULL;
+        a = (parena *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+        memset(a, 0, sizeof *a);
+        a->raw = raw;
+        arena_init(a, ++p->n_arenas);
+        parena **t = &p->arenas;
+        while (*t) t = &(*t)->next;
+        *t = a;
+        p->meta_bytes += raw_size;
+    }
+    a->live = 1;
+    return a;
+}
+
+/* A freed handle's arena: its chunks, with their free blocks, move to the
+ * shared arena (blocks still in use stay valid and go there when freed);
+ * the struct is kept for the next handle, so a free that read the old owner
+ * only finds it has changed (global lock held, no class lock). */
+static void arena_retire(bp_pool *p, parena *a)
+{
+    pool_lock_all(p);
+    for (size_t j = 0; j < p->n_chunks; j++)
+        if (p->chunks[j]->live && chunk_arena(p->chunks[j]) == a) pool_chunk_move(p, p->chunks[j], &p->shared);
+    pool_unlock_all(p);
+    a->live = 0;
+    a->next_unused = p->unused;
+    p->unused = a;
 }
 
 static bp_pool_local *local_create(bp_pool *p, uint64_t cache_bytes, int locked)
@@ -1085,6 +1278,12 @@ static bp_pool_local *local_create(bp_pool *p, uint64_t cache_bytes, int locked)
     atomic_init(&l->puts, 0);
     atomic_init(&l->pending, 0);
     pthread_mutex_lock(&p->global);
+    l->arena = arena_get(p);
+    if (!l->arena) {
+        pthread_mutex_unlock(&p->global);
+        bp__free(&p->alloc, l, sizeof *l);
+        return NULL;
+    }
     l->next = p->locals;
     if (p->locals) p->locals->prev = l;
     p->locals = l;
@@ -1104,9 +1303,11 @@ bp_status bp_pool_local_new(bp_pool *p, uint64_t cache_bytes, bp_pool_local **ou
     return BP_OK;
 }
 
-/* Unlinks l and folds its counters into the pool's (global lock held). */
+/* Unlinks l, folds its counters into the pool's and retires its arena
+ * (global lock held, l's cache empty). */
 static void local_unlink(bp_pool *p, bp_pool_local *l)
 {
+    arena_retire(p, l->arena);
     p->mag_hits += atomic_load_explicit(&l->hits, memory_order_relaxed);
     p->mag_puts += atomic_load_explicit(&l->puts, memory_order_relaxed);
     if (l->prev) l->prev->next = l->next;
@@ -1195,11 +1396,12 @@ static void local_count_frees(bp_pool_local *l, uint32_t n)
     if (l->since < 64) return;
     n = l->since;
     l->since = 0;
+    parena *a = l->arena;
     if (p->compact_interval &&
-        atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed) + n >= p->compact_interval)
-        pool_maybe_compact(p);
+        atomic_fetch_add_explicit(&a->since_compact, n, memory_order_relaxed) + n >= p->compact_interval)
+        pool_maybe_compact(p, a);
     else if (!p->compact_interval)
-        atomic_fetch_add_explicit(&p->since_compact, n, memory_order_relaxed);
+        atomic_fetch_add_explicit(&a->since_compact, n, memory_order_relaxed);
 }
 
 /* Eviction: bin c's blocks go back to their homes' lists, where they merge
@@ -1212,10 +1414,11 @@ static void local_evict_bin(bp_pool_local *l, unsigned c)
     uint32_t n = 0;
     for (pblk *b = l->bin[c]; b; n++) {
         pblk *next = b->lnext;
-        pcls *H = &p->cls[b->home];
-        if (H != K) {
+        /* the lock held covers b when b's chunk is in K's arena now (a
+         * chunk leaves an arena only under all its class locks) */
+        if (!K || &chunk_arena(b->chunk)->cls[b->home] != K) {
             if (K) pool_spin_unlock(&K->lock);
-            pool_spin_lock(&(K = H)->lock);
+            K = pool_lock_home(b);
         }
         bytes += b->size; /* before: merging changes it */
         pool_push(p, K, pool_coalesce(p, K, b->id));
@@ -1245,25 +1448,42 @@ static unsigned local_coldest(const bp_pool_local *l, unsigned bc)
     return best;
 }
 
-/* The lists, own class then larger ones, with a batch: for a small class,
- * up to LOC_BATCH_BYTES of blocks of size sz (at most LOC_BATCH_MAX) come
- * off the list that has the first one under the same lock, the first handed
- * out, the rest cached in bin bc (within the handle's bound).  (Batches that
- * doubled with every miss of a bin, as tcmalloc's slow start, were tried:
- * on randwire hits rose from 77% to 93% but the extra blocks carved and
- * evicted unused cost more than the misses they saved.)  0 when no list has
- * a fit. */
-static uint32_t local_lists(bp_pool_local *l, uint64_t sz, int c, unsigned bc)
+/* The batch of a miss of a small class: up to LOC_BATCH_BYTES of blocks of
+ * size sz in all (at most LOC_BATCH_MAX, within the handle's bound) come off
+ * the list of K (locked) that served the first; they go to the bins.
+ * Returns their bytes (the caller counts them in use). */
+static uint64_t local_batch(bp_pool_local *l, pcls *K, uint64_t sz, int c)
 {
     bp_pool *p = l->pool;
     uint64_t cap = loc_cap(l);
     unsigned n = sz <= LOC_BATCH_BYTES / 2 ? (unsigned)(LOC_BATCH_BYTES / sz) : 1;
     if (n > LOC_BATCH_MAX) n = LOC_BATCH_MAX;
     while (n > 1 && l->bytes + (n - 1) * sz > cap) n--;
-    unsigned mask = atomic_load_explicit(&p->nonempty, memory_order_relaxed) >> c;
+    uint64_t got = 0;
+    unsigned m = 1;
+    for (; m < n; m++) {
+        uint32_t x = pool_fit(p, K, sz);
+        if (!x) break;
+        pool_take(p, K, x, sz, c);
+        pblk *xb = D(p, x);
+        atomic_store_explicit(&xb->state, BLK_CACHED, memory_order_relaxed);
+        got += xb->size;
+        loc_push(l, xb, loc_floor(xb->size >> l->qshift));
+    }
+    if (m > 1) {
+        loc_set(&l->cached, l->bytes);
+        loc_set(&l->puts, atomic_load_explicit(&l->puts, memory_order_relaxed) + m - 1);
+    }
+    return got;
+}
+
+static uint32_t local_lists_in(bp_pool_local *l, parena *a, uint64_t sz, int c)
+{
+    bp_pool *p = l->pool;
+    unsigned mask = atomic_load_explicit(&a->nonempty, memory_order_relaxed) >> c;
     for (int k = c; mask; k++, mask >>= 1) {
         if (!(mask & 1)) continue;
-        pcls *K = &p->cls[k];
+        pcls *K = &a->cls[k];
         pool_spin_lock(&K->lock);
         uint32_t i = K->bins ? pool_fit(p, K, sz) : 0;
         if (!i) {
@@ -1271,27 +1491,25 @@ static uint32_t local_lists(bp_pool_local *l, uint64_t sz, int c, unsigned bc)
             continue;
         }
         pool_take(p, K, i, sz, c);
-        uint64_t got = D(p, i)->size;
-        unsigned m = 1;
-        for (; m < n; m++) {
-            uint32_t x = pool_fit(p, K, sz);
-            if (!x) break;
-            pool_take(p, K, x, sz, c);
-            pblk *xb = D(p, x);
-            atomic_store_explicit(&xb->state, BLK_CACHED, memory_order_relaxed);
-            got += xb->size;
-            loc_push(l, xb, loc_floor(xb->size >> l->qshift));
-        }
+        uint64_t got = D(p, i)->size + local_batch(l, K, sz, c);
         pool_spin_unlock(&K->lock);
         local_account(l, (int64_t)got);
-        if (m > 1) {
-            loc_set(&l->cached, l->bytes);
-            loc_set(&l->puts, atomic_load_explicit(&l->puts, memory_order_relaxed) + m - 1);
-        }
-        (void)bc;
         return i;
     }
     return 0;
+}
+
+/* The lists of its own arena, then of the shared one: own class then larger
+ * ones, with a batch (local_batch).  (Batches that doubled with every miss of a bin, as
+ * tcmalloc's slow start, were tried: on randwire hits rose from 77% to 93%
+ * but the extra blocks carved and evicted unused cost more than the misses
+ * they saved.)  0 when no list has a fit. */
+static uint32_t local_lists(bp_pool_local *l, uint64_t sz, int c)
+{
+    bp_pool *p = l->pool;
+    uint32_t i = local_lists_in(l, l->arena, sz, c);
+    if (!i && l->arena != &p->shared) i = local_lists_in(l, &p->shared, sz, c);
+    return i;
 }
 
 static __attribute__((noinline)) bp_status local_alloc_slow(bp_pool_local *l, uint64_t bytes, void **ptr,
@@ -1333,7 +1551,7 @@ static __attribute__((noinline)) bp_status local_alloc_slow(bp_pool_local *l, ui
     if (bc < LOC_NB) {
         l->used[bc] = ++l->tick;
         /* 2. the lists, a batch */
-        if (!i) i = local_lists(l, sz, c, bc);
+        if (!i) i = local_lists(l, sz, c);
         /* 3. eviction: the bins of the classes allocated least recently go
          * back to the lists (and merge there), one bin at a time, until the
          * lists can serve; so a phase of the program that has moved on to
@@ -1342,18 +1560,18 @@ static __attribute__((noinline)) bp_status local_alloc_slow(bp_pool_local *l, ui
             unsigned v = local_coldest(l, bc);
             if (v == LOC_NB) break;
             local_evict_bin(l, v);
-            i = local_lists(l, sz, c, bc);
+            i = local_lists(l, sz, c);
         }
     } else {
-        i = pool_alloc_lists(p, sz, c);
+        i = pool_alloc_lists(p, l->arena, sz, c);
         if (!i && l->bytes) {
             /* before the pool merges or grows, this thread's cache goes back */
             local_flush(l);
-            i = pool_alloc_lists(p, sz, c);
+            i = pool_alloc_lists(p, l->arena, sz, c);
         }
     }
     if (!i) {
-        bp_status s = pool_alloc_slow(p, bytes, sz, c, ptr, err);
+        bp_status s = pool_alloc_slow(p, l->arena, bc < LOC_NB ? l : NULL, bytes, sz, c, ptr, err);
         if (s) return s;
         i = local_lookup(l, (uintptr_t)*ptr);
     }
@@ -1405,13 +1623,13 @@ static __attribute__((noinline)) bp_status local_dealloc_slow(bp_pool_local *l, 
         atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
         return bp_pool_local_dealloc(l, ptr, err);
     }
-    /* cache full (or a huge block): to the home list like a plain dealloc;
-     * counted for the merge interval in batches (the shared counter is a
-     * contended line when several handles free at once) */
-    int home = b->home;
-    if (p->seed_bug) b->home = (uint8_t)(home = b->served);
+    /* cache full, a huge block, or a block of another thread's arena: to
+     * its home list in its arena, like a plain dealloc; counted for the
+     * merge interval in batches (the shared counter is a contended line
+     * when several handles free at once) */
+    if (p->seed_bug) b->home = b->served;
     uint64_t size = b->size;
-    pool_free_to_list_n(p, i, home, size, 0);
+    pool_free_to_list_n(p, i, size, 0);
     local_account(l, -(int64_t)size);
     local_count_frees(l, 1);
     return BP_OK;
@@ -1428,7 +1646,11 @@ bp_status bp_pool_local_dealloc(bp_pool_local *l, void *ptr, bp_error *err)
     if (__builtin_expect(!b || atomic_load_explicit(&b->state, memory_order_relaxed) != BLK_USED, 0))
         return local_dealloc_slow(l, ptr, 0, err);
     uint64_t size = b->size, u = size >> l->qshift;
-    if (__builtin_expect(l->bytes + size > loc_cap(l) || u >= 2 * LOC_MAX_U, 0))
+    /* the bins keep blocks of this handle's arena and of the shared one;
+     * another arena's block goes back to that arena (a remote free) */
+    parena *a = chunk_arena(b->chunk);
+    if (__builtin_expect(l->bytes + size > loc_cap(l) || u >= 2 * LOC_MAX_U ||
+                         (a != l->arena && a != &l->pool->shared), 0))
         return local_dealloc_slow(l, ptr, b->id, err);
     if (__builtin_expect(l->pool->seed_bug, 0)) b->home = b->served;
     atomic_store_explicit(&b->state, BLK_CACHED, memory_order_relaxed);
@@ -1488,12 +1710,10 @@ static uint64_t pool_cached_bytes(bp_pool *p)
     return n;
 }
 
-/* Plain alloc from the calling thread's cache: the request's class or the
- * next one up.  0 on a miss. */
-static uint32_t pool_mag_get(bp_pool *p, unsigned bc)
+/* Plain alloc from the calling thread's cache l: the request's class or
+ * the next one up.  0 on a miss. */
+static uint32_t pool_mag_get(bp_pool *p, bp_pool_local *l, unsigned bc)
 {
-    bp_pool_local *l = pool_mag(p);
-    if (!l) return 0;
     pool_spin_lock(&l->lock);
     unsigned c = l->bin[bc]                                                                      ? bc
                  : bc + 1 < LOC_NB && l->bin[bc + 1] && l->bin[bc + 1]->size == loc_units(bc + 1) << p->qshift ? bc + 1
@@ -1510,13 +1730,14 @@ static uint32_t pool_mag_get(bp_pool *p, unsigned bc)
     return b->id;
 }
 
-/* Plain dealloc into the calling thread's cache (b is GOING, ours). */
-static bool pool_mag_put(bp_pool *p, pblk *b)
+/* Plain dealloc into the calling thread's cache l (b is GOING, ours): only
+ * blocks of l's arena or the shared one, within the bound. */
+static bool pool_mag_put(bp_pool *p, bp_pool_local *l, pblk *b)
 {
     uint64_t u = b->size >> p->qshift;
     if (u >= 2 * LOC_MAX_U) return false;
-    bp_pool_local *l = pool_mag(p);
-    if (!l) return false;
+    parena *a = chunk_arena(b->chunk);
+    if (a != l->arena && a != &p->shared) return false;
     pool_spin_lock(&l->lock);
     bool ok = l->bytes + b->size <= loc_cap(l);
     if (ok) {
@@ -1579,16 +1800,13 @@ static bp_status pool_create(const bp_pool_options *o, bp_pool **out, bp_error *
     p->max_scan = o->max_scan;
     p->desc_next = 1; /* 0 means "none" */
     p->meta_bytes = raw_size;
-    for (int k = 0; k < NCLS; k++) {
-        atomic_init(&p->cls[k].lock, 0);
-    }
+    arena_init(&p->shared, 0);
+    p->arenas = &p->shared;
     atomic_init(&p->meta, 0);
     atomic_init(&p->index, NULL);
     atomic_init(&p->in_use, 0);
     atomic_init(&p->peak_in_use, 0);
-    atomic_init(&p->since_compact, 0);
     atomic_init(&p->failures, 0);
-    atomic_init(&p->nonempty, 0);
     atomic_init(&p->reserved_hint, 0);
     if (pthread_mutex_init(&p->global, NULL) != 0) {
         bp__free(a, raw, raw_size);
@@ -1611,11 +1829,12 @@ bp_status bp_pool_new(const bp_pool_options *o, bp_pool **out, bp_error *err)
         pthread_mutex_lock(&p->global);
         bp_status why;
         uint64_t want = bp__align_up(o->reserve_bytes, p->be.granularity);
-        uint32_t b = want >= o->reserve_bytes ? pool_grow(p, NCLS - 1, want, &why) : 0;
+        uint32_t b = want >= o->reserve_bytes ? pool_grow(p, &p->shared, NCLS - 1, want, &why) : 0;
         if (b) {
-            pool_spin_lock(&p->cls[NCLS - 1].lock);
-            pool_push(p, &p->cls[NCLS - 1], b);
-            pool_spin_unlock(&p->cls[NCLS - 1].lock);
+            pcls *K = &p->shared.cls[NCLS - 1];
+            pool_spin_lock(&K->lock);
+            pool_push(p, K, b);
+            pool_spin_unlock(&K->lock);
         }
         pthread_mutex_unlock(&p->global);
         if (!b) {
@@ -1699,6 +1918,11 @@ void bp_pool_free(bp_pool *p)
         bp__free(&p->alloc, l, sizeof *l);
         l = next;
     }
+    for (parena *a = p->shared.next; a;) {
+        parena *next = a->next;
+        bp__free(&p->alloc, a->raw, sizeof *a + 64);
+        a = next;
+    }
     pthread_mutex_destroy(&p->global);
     bp_allocator a = p->alloc;
     bp__free(&a, p->raw, p->raw_size);
@@ -1712,14 +1936,15 @@ uint64_t bp_pool_trim(bp_pool *p)
     pool_mag_flush_all(p);
     pool_locals_request_flush(p);
     pool_lock_all(p);
-    pool_merge_locked(p);
+    pool_merge_locked(p, NULL);
     bool changed = false;
     for (size_t j = 0; j < p->n_chunks; j++) {
         pchunk *ch = p->chunks[j];
         if (!ch->live) continue;
         pblk *b = D(p, ch->first);
         if (atomic_load_explicit(&b->state, memory_order_acquire) != BLK_FREE || b->next_phys) continue;
-        pcls *K = &p->cls[b->home];
+        parena *a = chunk_arena(ch);
+        pcls *K = &a->cls[b->home];
         pool_unlink(p, K, ch->first);
         pool_desc_put(p, K, ch->first);
         ch->live = 0;
@@ -1727,6 +1952,7 @@ uint64_t bp_pool_trim(bp_pool *p)
         p->be.release(p->be.ctx, (void *)ch->base, (size_t)ch->bytes);
         p->os_calls++;
         p->reserved -= ch->bytes;
+        a->reserved -= ch->bytes;
         p->usable -= ch->usable;
         atomic_store_explicit(&p->reserved_hint, p->reserved, memory_order_relaxed);
         released += ch->bytes;
@@ -1784,20 +2010,21 @@ void bp_pool_get_stats(bp_pool *p, bp_pool_stats *s)
     pthread_mutex_lock(&p->global);
     pool_mag_flush_all(p); /* exact counts: every cached block back on its list */
     pool_lock_all(p);
-    for (int k = 0; k < NCLS; k++) {
-        pcls *K = &p->cls[k];
-        s->class_free_bytes[k] = K->free_bytes;
-        s->class_allocs[k] = K->n_allocs;
-        s->borrows += K->lent;
-        s->merges += K->merges;
-        s->free_bytes += K->free_bytes;
-        s->n_free_blocks += K->n_free;
-        s->n_allocs += s->class_allocs[k];
-        s->n_deallocs += K->n_deallocs;
-        if (K->bins)
-            for (uint32_t i = K->head[31 - __builtin_clz(K->bins)]; i; i = D(p, i)->next_free)
-                if (D(p, i)->size > s->largest_free_bytes) s->largest_free_bytes = D(p, i)->size;
-    }
+    for (parena *a = p->arenas; a; a = a->next)
+        for (int k = 0; k < NCLS; k++) {
+            pcls *K = &a->cls[k];
+            s->class_free_bytes[k] += K->free_bytes;
+            s->class_allocs[k] += K->n_allocs;
+            s->borrows += K->lent;
+            s->merges += K->merges;
+            s->free_bytes += K->free_bytes;
+            s->n_free_blocks += K->n_free;
+            s->n_allocs += K->n_allocs;
+            s->n_deallocs += K->n_deallocs;
+            if (K->bins)
+                for (uint32_t i = K->head[31 - __builtin_clz(K->bins)]; i; i = D(p, i)->next_free)
+                    if (D(p, i)->size > s->largest_free_bytes) s->largest_free_bytes = D(p, i)->size;
+        }
     s->reserved_bytes = p->reserved;
     s->peak_reserved_bytes = p->peak_reserved;
     s->arena_bytes = p->arena_bytes;
@@ -1817,7 +2044,7 @@ void bp_pool_get_stats(bp_pool *p, bp_pool_stats *s)
     uint64_t off_lists = atomic_load_explicit(&p->in_use, memory_order_relaxed) + (uint64_t)pending;
     s->in_use_bytes = off_lists - s->cached_bytes;
     s->peak_in_use_bytes = atomic_load_explicit(&p->peak_in_use, memory_order_relaxed);
-    if (s->peak_in_use_bytes < off_lists) s->peak_in_use_bytes = off_lists;
+    if ((int64_t)s->peak_in_use_bytes < (int64_t)off_lists) s->peak_in_use_bytes = off_lists;
     s->fragmentation = s->free_bytes ? 1.0 - (double)s->largest_free_bytes / (double)s->free_bytes : 0.0;
     s->os_calls = p->os_calls;
     for (size_t j = 0; j < p->n_chunks; j++) s->n_chunks += p->chunks[j]->live;
@@ -1827,7 +2054,9 @@ void bp_pool_get_stats(bp_pool *p, bp_pool_stats *s)
     s->compactions = p->compactions;
     s->merges += p->merges;
     s->failures = atomic_load_explicit(&p->failures, memory_order_relaxed);
-    s->meta_bytes = p->meta_bytes;
+    pool_spin_lock(&p->meta);
+    s->meta_bytes = p->meta_bytes + (uint64_t)p->n_slabs * DESC_SLAB * sizeof(pblk); /* slabs: under meta */
+    pool_spin_unlock(&p->meta);
     pool_unlock_all(p);
     pthread_mutex_unlock(&p->global);
 }
@@ -1906,31 +2135,47 @@ bp_status bp__pool_check(bp_pool *p, int quiescent, bp_error *err)
                (uint64_t)(at - ch->start), ch->usable);
     }
     uint64_t lfree = 0, lnum = 0;
-    for (int k = 0; k < NCLS; k++) {
-        pcls *K = &p->cls[k];
-        uint64_t kb = 0, kn = 0;
-        for (unsigned j = 0; j < NBINS; j++) {
-            PCHECK(!!(K->bins & (1u << j)) == !!K->head[j], "class %d: bin %u bit is wrong", k, j);
-            uint32_t prev = 0;
-            for (uint32_t i = K->head[j]; i; prev = i, i = D(p, i)->next_free) {
-                pblk *b = D(p, i);
-                PCHECK(atomic_load(&b->state) == BLK_FREE, "class %d: block %u on the free list is not free", k, i);
-                PCHECK(b->home == k, "class %d: block %u has home %u", k, i, b->home);
-                PCHECK(b->prev_free == prev, "class %d: block %u: bad prev_free", k, i);
-                PCHECK(pool_bin(b->size) == j, "class %d: block %u in the wrong size bin", k, i);
-                kb += b->size;
-                PCHECK(++kn <= nfree, "class %d: free list longer than the free blocks (cycle?)", k);
+    for (parena *a = p->arenas; a; a = a->next) {
+        uint64_t ab = 0;
+        for (size_t j = 0; j < p->n_chunks; j++)
+            if (p->chunks[j]->live && chunk_arena(p->chunks[j]) == a) ab += p->chunks[j]->bytes;
+        PCHECK(ab == a->reserved, "arena %d: chunks of %" PRIu64 " bytes, counter %" PRIu64, a->id, ab, a->reserved);
+        PCHECK(a->live || a == &p->shared || !ab, "arena %d: unused but holds %" PRIu64 " bytes", a->id, ab);
+        for (int k = 0; k < NCLS; k++) {
+            pcls *K = &a->cls[k];
+            uint64_t kb = 0, kn = 0;
+            PCHECK(K->ar == a && K->idx == k, "arena %d: class %d: bad back link", a->id, k);
+            for (unsigned j = 0; j < NBINS; j++) {
+                PCHECK(!!(K->bins & (1u << j)) == !!K->head[j], "arena %d: class %d: bin %u bit is wrong", a->id, k, j);
+                uint32_t prev = 0;
+                for (uint32_t i = K->head[j]; i; prev = i, i = D(p, i)->next_free) {
+                    pblk *b = D(p, i);
+                    PCHECK(atomic_load(&b->state) == BLK_FREE, "arena %d: class %d: block %u on the free list is not "
+                           "free", a->id, k, i);
+                    PCHECK(b->home == k, "arena %d: class %d: block %u has home %u", a->id, k, i, b->home);
+                    PCHECK(chunk_arena(b->chunk) == a, "arena %d: class %d: block %u is of arena %d", a->id, k, i,
+                           chunk_arena(b->chunk)->id);
+                    PCHECK(b->prev_free == prev, "arena %d: class %d: block %u: bad prev_free", a->id, k, i);
+                    PCHECK(pool_bin(b->size) == j, "arena %d: class %d: block %u in the wrong size bin", a->id, k, i);
+                    kb += b->size;
+                    PCHECK(++kn <= nfree, "arena %d: class %d: free list longer than the free blocks (cycle?)", a->id,
+                           k);
+                }
             }
+            PCHECK(kb == K->free_bytes && kn == K->n_free, "arena %d: class %d: counters %" PRIu64 "/%u, lists %"
+                   PRIu64 "/%" PRIu64, a->id, k, K->free_bytes, K->n_free, kb, kn);
+            PCHECK(!!(atomic_load(&a->nonempty) & (1u << k)) == !!K->bins, "arena %d: class %d: non-empty hint is "
+                   "wrong", a->id, k);
+            lfree += kb;
+            lnum += kn;
         }
-        PCHECK(kb == K->free_bytes && kn == K->n_free, "class %d: counters %" PRIu64 "/%u, lists %" PRIu64 "/%" PRIu64,
-               k, K->free_bytes, K->n_free, kb, kn);
-        lfree += kb;
-        lnum += kn;
     }
     PCHECK(lfree == free_b && lnum == nfree, "free lists hold %" PRIu64 " bytes in %" PRIu64 " blocks, chunks %" PRIu64
            " in %" PRIu64, lfree, lnum, free_b, nfree);
-    for (int k = 0; k < NCLS; k++)
-        PCHECK(!!(atomic_load(&p->nonempty) & (1u << k)) == !!p->cls[k].bins, "class %d: non-empty hint is wrong", k);
+    for (bp_pool_local *l = p->locals; l; l = l->next) {
+        PCHECK(l->arena && l->arena->live && l->arena != &p->shared, "local cache without an arena of its own");
+        for (bp_pool_local *m = l->next; m; m = m->next) PCHECK(m->arena != l->arena, "two caches share an arena");
+    }
     PCHECK(usable == p->usable, "usable %" PRIu64 " vs %" PRIu64, usable, p->usable);
     {
         uint64_t mb = 0;
@@ -1949,6 +2194,9 @@ bp_status bp__pool_check(bp_pool *p, int quiescent, bp_error *err)
                     PCHECK(atomic_load(&x->state) == BLK_CACHED && loc_floor(x->size >> p->qshift) == j &&
                            D(p, x->id) == x, "local cache: block %u (%" PRIu64 " bytes) is not a cached block of "
                            "class %u", x->id, x->size, j);
+                    PCHECK(chunk_arena(x->chunk) == l->arena || chunk_arena(x->chunk) == &p->shared,
+                           "local cache of arena %d: block %u is of arena %d", l->arena->id, x->id,
+                           chunk_arena(x->chunk)->id);
                     b += x->size;
                     PCHECK(++n <= nfree + (cached_b >> p->qshift), "local cache: cycle in a bin");
                 }

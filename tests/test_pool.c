@@ -888,10 +888,12 @@ static void test_local_batch(void)
     bp_pool_free(p);
 }
 
-/* Blocks allocated on one thread and freed on another, through handles
- * and through the plain API: the freeing thread's cache serves them again,
- * and a double free across threads is still caught. */
-typedef struct { bp_pool *p; void **blk; int n; int plain; void *again[16]; } xfree_arg;
+/* Blocks allocated on one thread (its handle's arena) and freed on another,
+ * through a handle and through the plain API: they go back to the arena
+ * they came from, not into the freeing thread's cache, so the allocating
+ * handle gets them again from its own lists; a double free across threads
+ * is still caught, and the counters balance. */
+typedef struct { bp_pool *p; void **blk; int n; int plain; } xfree_arg;
 static void *xfree_thread(void *v)
 {
     xfree_arg *a = v;
@@ -901,16 +903,11 @@ static void *xfree_thread(void *v)
     for (int i = 0; i < a->n; i++)
         CHECK_OK(l ? bp_pool_local_dealloc(l, a->blk[i], &err) : bp_pool_dealloc(a->p, a->blk[i], &err), err);
     CHECK(bp_pool_dealloc(a->p, a->blk[0], &err) == BP_ERR_USAGE);  /* double free, cross-thread */
-    /* the same sizes again come from this thread's cache */
-    for (int i = 0; i < a->n; i++)
-        CHECK_OK(l ? bp_pool_local_alloc(l, 4096 * (uint64_t)(i + 1), &a->again[i], &err)
-                   : bp_pool_alloc(a->p, 4096 * (uint64_t)(i + 1), &a->again[i], &err), err);
-    int same = 0;  /* sizes of one class may come back in another order */
-    for (int i = 0; i < a->n; i++)
-        for (int j = 0; j < a->n; j++) same += a->again[i] == a->blk[j];
-    CHECK_MSG(same == a->n, "%d of %d blocks came back from the freeing thread's cache", same, a->n);
-    for (int i = 0; i < a->n; i++)
-        CHECK_OK(l ? bp_pool_local_dealloc(l, a->again[i], &err) : bp_pool_dealloc(a->p, a->again[i], &err), err);
+    CHECK(l ? bp_pool_local_dealloc(l, a->blk[1], &err) == BP_ERR_USAGE : 1);
+    bp_pool_stats s;
+    bp_pool_get_stats(a->p, &s);
+    CHECK_MSG(s.cached_bytes == 0, "%" PRIu64 " bytes of another arena cached by the freeing thread", s.cached_bytes);
+    CHECK_OK(bp__pool_check(a->p, 0, &err), err);
     bp_pool_local_free(l);
     return NULL;
 }
@@ -924,19 +921,173 @@ static void test_cross_thread_free(void)
         REQUIRE(p);
         bp_pool_local *l = NULL;
         CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
-        void *blk[16];
+        void *blk[16], *again[16];
         for (int i = 0; i < 16; i++) CHECK_OK(bp_pool_local_alloc(l, 4096 * (uint64_t)(i + 1), &blk[i], &err), err);
-        xfree_arg a = {p, blk, 16, plain, {0}};
+        bp_pool_stats s0, s;
+        bp_pool_get_stats(p, &s0);
+        xfree_arg a = {p, blk, 16, plain};
         pthread_t th;
         REQUIRE(pthread_create(&th, NULL, xfree_thread, &a) == 0);
         pthread_join(th, NULL);
+        bp_pool_get_stats(p, &s);
+        CHECK(s.in_use_bytes == 0 && s.n_live_blocks == 0 && s.n_allocs == s.n_deallocs);
+        CHECK(s.os_calls == s0.os_calls && s.reserved_bytes == s0.reserved_bytes);
+        CHECK_OK(bp__pool_check(p, 1, &err), err);
+        /* the same sizes again: from the allocating handle's arena, without
+         * growing (sizes of one class may come back in another order) */
+        for (int i = 0; i < 16; i++) CHECK_OK(bp_pool_local_alloc(l, 4096 * (uint64_t)(i + 1), &again[i], &err), err);
+        int same = 0;
+        for (int i = 0; i < 16; i++)
+            for (int j = 0; j < 16; j++) same += again[i] == blk[j];
+        CHECK_MSG(same == 16, "%d of 16 blocks came back to the allocating arena", same);
+        bp_pool_get_stats(p, &s);
+        CHECK(s.os_calls == s0.os_calls);
+        for (int i = 0; i < 16; i++) CHECK_OK(bp_pool_local_dealloc(l, again[i], &err), err);
         bp_pool_local_free(l);
         CHECK_OK(bp__pool_check(p, 1, &err), err);
-        bp_pool_stats s;
         bp_pool_get_stats(p, &s);
         CHECK(s.in_use_bytes == 0 && s.cached_bytes == 0 && s.n_live_blocks == 0);
         bp_pool_free(p);
     }
+}
+
+/* Two threads, each with its own handle (so its own arena), replay phases
+ * of different sizes in lockstep: after the first replay the pool does not
+ * grow (its OS-call counter, not timing), and neither thread's misses
+ * touch the other's memory. */
+typedef struct {
+    bp_pool *p;
+    pthread_barrier_t *bar;
+    int id;
+    uint64_t os[12];
+} lockstep_arg;
+
+static void *lockstep_thread(void *v)
+{
+    lockstep_arg *a = v;
+    bp_error err = {0};
+    bp_pool_local *l = NULL;
+    CHECK_OK(bp_pool_local_new(a->p, 0, &l, &err), err);
+    static const uint64_t phase[] = {1900 * KiB, 950 * KiB, 240 * KiB, 120 * KiB, 60 * KiB, 30 * KiB, 3 * KiB};
+    static const int count[] = {1, 5, 18, 21, 18, 5, 40};
+    void *live[48] = {0};
+    for (int rep = 0; rep < 12; rep++) {
+        /* the second thread is three phases ahead, so the two miss at
+         * once on different classes */
+        for (int q = 0; q < 7; q++) {
+            int ph = (q + 3 * a->id) % 7;
+            for (int i = 0; i < count[ph] + 4; i++) {
+                if (live[i % 48]) CHECK_OK(bp_pool_local_dealloc(l, live[i % 48], &err), err);
+                live[i % 48] = NULL;
+                if (i < count[ph])
+                    CHECK_OK(bp_pool_local_alloc(l, phase[ph] + (uint64_t)i * 256, &live[i % 48], &err), err);
+            }
+        }
+        for (int i = 0; i < 48; i++)
+            if (live[i]) { CHECK_OK(bp_pool_local_dealloc(l, live[i], &err), err); live[i] = NULL; }
+        pthread_barrier_wait(a->bar);
+        if (a->id == 0) {
+            bp_pool_stats s;
+            bp_pool_get_stats(a->p, &s);
+            a->os[rep] = s.os_calls;
+            CHECK_OK(bp__pool_check(a->p, 0, &err), err);
+        }
+        pthread_barrier_wait(a->bar);
+    }
+    bp_pool_local_free(l);
+    return NULL;
+}
+
+static void test_arenas_no_growth(void)
+{
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+    REQUIRE(p);
+    pthread_barrier_t bar;
+    REQUIRE(pthread_barrier_init(&bar, NULL, 2) == 0);
+    lockstep_arg a[2] = {{p, &bar, 0, {0}}, {p, &bar, 1, {0}}};
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++) REQUIRE(pthread_create(&th[t], NULL, lockstep_thread, &a[t]) == 0);
+    for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&bar);
+    for (int rep = 1; rep < 12; rep++)
+        CHECK_MSG(a[0].os[rep] == a[0].os[0], "replay %d: %" PRIu64 " OS calls, %" PRIu64 " after the first", rep,
+                  a[0].os[rep], a[0].os[0]);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    CHECK(s.in_use_bytes == 0 && s.cached_bytes == 0 && s.n_live_blocks == 0 && s.n_locals == 0);
+    printf("arenas, 2 threads in lockstep: reserved %.1f MiB, peak in use %.1f MiB, %" PRIu64 " OS calls\n",
+           (double)s.reserved_bytes / (double)MiB, (double)s.peak_in_use_bytes / (double)MiB, s.os_calls);
+    bp_pool_free(p);
+}
+
+/* A handle freed while blocks it allocated are still live elsewhere: its
+ * arena's chunks go to the shared arena; the blocks stay valid (their bytes
+ * intact) and are freed later from another thread, through a handle and the
+ * plain API; the freed handle's memory then serves a new handle without
+ * growing, and that handle reuses the retired arena. */
+typedef struct { bp_pool *p; unsigned char *blk[24]; uint64_t n[24]; } orphan_arg;
+static void *orphan_thread(void *v)
+{
+    orphan_arg *a = v;
+    bp_error err = {0};
+    bp_pool_local *l = NULL;
+    CHECK_OK(bp_pool_local_new(a->p, 0, &l, &err), err);
+    void *tmp[8];
+    for (int i = 0; i < 24; i++) {
+        a->n[i] = 100 * KiB + (uint64_t)i * 256; /* one cache class (112 KiB) */
+        CHECK_OK(bp_pool_local_alloc(l, a->n[i], (void **)&a->blk[i], &err), err);
+        memset(a->blk[i], i + 1, (size_t)a->n[i]);
+    }
+    for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_local_alloc(l, 5000, &tmp[i], &err), err);
+    for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_local_dealloc(l, tmp[i], &err), err); /* cached when freed */
+    bp_pool_local_free(l);
+    return NULL;
+}
+
+static void test_arena_orphans(void)
+{
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+    REQUIRE(p);
+    orphan_arg a;
+    memset(&a, 0, sizeof a);
+    a.p = p;
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, orphan_thread, &a) == 0);
+    pthread_join(th, NULL);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_stats s0, s;
+    bp_pool_get_stats(p, &s0);
+    CHECK(s0.n_locals == 0 && s0.cached_bytes == 0 && s0.n_live_blocks == 24);
+    bp_pool_local *l = NULL;
+    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    for (int i = 0; i < 24; i++) {
+        int good = 1;
+        for (uint64_t j = 0; j < a.n[i]; j++) good &= a.blk[i][j] == (unsigned char)(i + 1);
+        CHECK_MSG(good, "block %d changed after its handle was freed", i);
+        CHECK(bp_pool_block_bytes(p, a.blk[i]) >= a.n[i]);
+        CHECK_OK(i % 2 ? bp_pool_local_dealloc(l, a.blk[i], &err) : bp_pool_dealloc(p, a.blk[i], &err), err);
+        CHECK(bp_pool_dealloc(p, a.blk[i], &err) == BP_ERR_USAGE);
+    }
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_get_stats(p, &s0);  /* (this also returns the plain API's cache) */
+    /* the orphaned memory serves the new handle (it is in the shared arena) */
+    void *v[24];
+    for (int i = 0; i < 24; i++) CHECK_OK(bp_pool_local_alloc(l, a.n[i], &v[i], &err), err);
+    bp_pool_get_stats(p, &s);
+    CHECK_MSG(s.os_calls == s0.os_calls, "%" PRIu64 " OS calls, %" PRIu64 " before", s.os_calls, s0.os_calls);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    for (int i = 0; i < 24; i++) CHECK_OK(bp_pool_local_dealloc(l, v[i], &err), err);
+    bp_pool_local_free(l);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_get_stats(p, &s);
+    CHECK(s.in_use_bytes == 0 && s.cached_bytes == 0 && s.n_live_blocks == 0 && s.n_allocs == s.n_deallocs);
+    CHECK(bp_pool_trim(p) == s.reserved_bytes);
+    bp_pool_free(p);
 }
 
 /* A miss the lists cannot serve evicts the handle's bins least recently
@@ -1048,6 +1199,8 @@ int main(void)
     test_local_evict();
     test_local_no_growth();
     test_cross_thread_free();
+    test_arenas_no_growth();
+    test_arena_orphans();
     shadow_run(256, 4096, 60000, 1, 0);
     shadow_run(4096, 64, 30000, 2, 0);
     shadow_run(256, 0, 30000, 3, 0);

@@ -2,7 +2,9 @@
  * -DBP_SANITIZE=thread).  It runs twice: with the plain API, and with one
  * bp_pool_local handle per thread (most calls through it, some plain), where
  * a block sent to the other thread is a remote free through that thread's
- * handle.  Each thread allocates and frees random sizes across
+ * handle; and again with each thread freeing and remaking its handle every
+ * 5000 operations while its blocks are still live (its arena's chunks move
+ * to the shared arena under the other thread).  Each thread allocates and frees random sizes across
  * every class, fills each block with its own pattern and checks it when it is
  * freed; a third of the blocks are handed to the other thread through a
  * mutex-protected mailbox and freed there (cross-thread frees).  A small
@@ -82,6 +84,14 @@ static void *worker(void *vp)
     unsigned tag = (unsigned)a->id << 24;
     bp_error err = {0};
     for (int op = 0; op < a->ops; op++) {
+        /* mode 2: the handle is freed and made again now and then, while its
+         * blocks live on (here and in the other thread's mailbox): its
+         * arena's chunks move to the shared arena under the other thread */
+        if (a->use_local == 2 && op % 5000 == 4999) {
+            bp_pool_local_free(a->local);
+            a->local = NULL;
+            if (bp_pool_local_new(a->pool, 0, &a->local, NULL) != BP_OK) atomic_fetch_add(a->fails, 1);
+        }
         /* free what the other thread sent */
         blk in[MAILBOX];
         int nin;
@@ -176,7 +186,7 @@ static void stress(int use_local)
     CHECK(s.reserved_bytes <= o.max_bytes && s.compactions > 0 && s.borrows > 0);
     if (use_local) CHECK(s.cache_hits > 0 && s.n_locals == 0 && s.cached_bytes == 0);
     printf("threads (%s): %" PRIu64 " allocs, %" PRIu64 " borrows, %" PRIu64 " merge passes, %lld exhausted, "
-           "reserved %" PRIu64 " (peak in use %" PRIu64 ")\n", use_local ? "local handles" : "plain API", s.n_allocs, s.borrows, s.compactions,
+           "reserved %" PRIu64 " (peak in use %" PRIu64 ")\n", use_local == 2 ? "local handles, remade" : use_local ? "local handles" : "plain API", s.n_allocs, s.borrows, s.compactions,
            args[0].exhausted + args[1].exhausted, s.reserved_bytes, s.peak_in_use_bytes);
     pthread_mutex_destroy(&mail.mu);
     bp_pool_free(p);
@@ -186,5 +196,6 @@ int main(void)
 {
     stress(0);
     stress(1);
+    stress(2);
     return check_status();
 }
