@@ -1182,6 +1182,102 @@ static void test_local_no_growth(void)
     bp_pool_free(p);
 }
 
+/* The alloc/free trace of one mobilenet_v2 inference (bench/pool's
+ * pool_trace of the ONNX model, N=1): n > 0 allocates n bytes, -k frees the
+ * k-th allocation of the pass. */
+static const int64_t mbv2_trace[] = {
+    1605632, 1605632, -1, 802816, -2, 4816896, -3, 1204224, -4, 301056, -5, 1806336, 1806336, -7, 301056, -8, -9,
+    1806336, -6, 451584, -10, 100352, -11, 602112, 602112, -13, 100352, -14, -15, 602112, 602112, -16, 100352, -17,
+    -18, 602112, -12, 150528, -19, 50176, -20, 301056, 301056, -22, 50176, -23, -24, 301056, 301056, -25, 50176,
+    -26, -27, 301056, 301056, -28, 50176, -29, -30, 301056, -21, 301056, -31, 75264, -32, 451584, 451584, -34,
+    75264, -35, -36, 451584, 451584, -37, 75264, -38, -39, 451584, -33, 112896, -40, 31360, -41, 188160, 188160,
+    -43, 31360, -44, -45, 188160, 188160, -46, 31360, -47, -48, 188160, -42, 188160, -49, 62720, -50, 250880, -51,
+    5120, -52, 4000, -53};
+
+typedef struct { uintptr_t lo, hi; } span_t;
+
+static int span_cmp(const void *a, const void *b)
+{
+    uintptr_t x = ((const span_t *)a)->lo, y = ((const span_t *)b)->lo;
+    return x < y ? -1 : x > y;
+}
+
+/* One pass of the trace through handle l; every block handed out is added
+ * to spans (check == 0) or must lie inside one of them (the union of what
+ * the warm-up handed out, merged and sorted). */
+static int mbv2_pass(bp_pool_local *l, span_t *spans, size_t *n_spans, size_t cap_spans, int check, int pass)
+{
+    enum { N = sizeof mbv2_trace / sizeof mbv2_trace[0] };
+    void *blk[N] = {0};
+    int64_t req[N] = {0};
+    int n = 0, bad = 0;
+    bp_error err = {0};
+    for (size_t e = 0; e < N; e++) {
+        if (mbv2_trace[e] < 0) {
+            int k = (int)-mbv2_trace[e] - 1;
+            CHECK_OK(bp_pool_local_dealloc(l, blk[k], &err), err);
+            blk[k] = NULL;
+            continue;
+        }
+        req[n] = mbv2_trace[e];
+        CHECK_OK(bp_pool_local_alloc(l, (uint64_t)req[n], &blk[n], &err), err);
+        uintptr_t lo = (uintptr_t)blk[n], hi = lo + (uintptr_t)req[n];
+        if (!check) {
+            if (*n_spans < cap_spans) spans[(*n_spans)++] = (span_t){lo, hi};
+        } else {
+            size_t a = 0, b = *n_spans; /* the last span starting at or below lo */
+            while (b - a > 1) {
+                size_t m = (a + b) / 2;
+                if (spans[m].lo <= lo) a = m;
+                else b = m;
+            }
+            if (!bad && !(*n_spans && spans[a].lo <= lo && hi <= spans[a].hi)) {
+                bad = 1;
+                CHECK_MSG(0, "pass %d: block [%#" PRIxPTR ", %#" PRIxPTR ") of %" PRId64 " bytes lies outside what "
+                          "the warm-up handed out", pass, lo, hi, req[n]);
+            }
+        }
+        n++;
+    }
+    for (int k = 0; k < n; k++)
+        if (blk[k]) CHECK_OK(bp_pool_local_dealloc(l, blk[k], &err), err);
+    return bad;
+}
+
+/* Footprint: once a trace has run, repeating it hands out only memory the
+ * earlier passes handed out (so no page the warm-up left untouched is
+ * touched later) and reserves nothing more.  Large freed blocks that would
+ * sit in the handle's cache pin memory the next pass then carves afresh. */
+static void test_local_footprint(void)
+{
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+    bp_pool_local *l = NULL;
+    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    enum { WARM = 3, CAP = 64 * 3 };
+    span_t spans[CAP];
+    size_t n = 0;
+    for (int pass = 0; pass < WARM; pass++) mbv2_pass(l, spans, &n, CAP, 0, pass);
+    qsort(spans, n, sizeof spans[0], span_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && spans[i].lo <= spans[m - 1].hi) {
+            if (spans[i].hi > spans[m - 1].hi) spans[m - 1].hi = spans[i].hi;
+        } else spans[m++] = spans[i];
+    }
+    bp_pool_stats s0, s1;
+    bp_pool_get_stats(p, &s0);
+    for (int pass = WARM; pass < 200; pass++)
+        if (mbv2_pass(l, spans, &m, CAP, 1, pass)) break;
+    bp_pool_get_stats(p, &s1);
+    CHECK_MSG(s1.os_calls == s0.os_calls && s1.reserved_bytes == s0.reserved_bytes,
+              "the repeated trace grew the pool: %" PRIu64 " -> %" PRIu64 " OS calls", s0.os_calls, s1.os_calls);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_local_free(l);
+    bp_pool_free(p);
+}
+
 int main(void)
 {
     test_classes();
@@ -1198,6 +1294,7 @@ int main(void)
     test_local_batch();
     test_local_evict();
     test_local_no_growth();
+    test_local_footprint();
     test_cross_thread_free();
     test_arenas_no_growth();
     test_arena_orphans();
