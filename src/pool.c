@@ -991,9 +991,9 @@ static bp_status pool_alloc_slow(bp_pool *p, parena *a, bp_pool_local *l, uint64
 }
 
 /* Arena a's lists, own class then larger ones (borrowing), one class lock
- * at a time; the block is USED and counted in use.  0 when no list has a
- * fit. */
-static uint32_t arena_alloc_lists(bp_pool *p, parena *a, uint64_t sz, int c)
+ * at a time: the first fit is taken for class c and its list's class stays
+ * locked (*Kp) for the caller.  0 when no list has a fit (nothing locked). */
+static uint32_t arena_take(bp_pool *p, parena *a, uint64_t sz, int c, pcls **Kp)
 {
     unsigned mask = atomic_load_explicit(&a->nonempty, memory_order_relaxed) >> c;
     for (int k = c; mask; k++, mask >>= 1) {
@@ -1003,13 +1003,24 @@ static uint32_t arena_alloc_lists(bp_pool *p, parena *a, uint64_t sz, int c)
         uint32_t i = K->bins ? pool_fit(p, K, sz) : 0;
         if (i) {
             pool_take(p, K, i, sz, c);
-            pool_spin_unlock(&K->lock);
-            pool_account_alloc(p, D(p, i)->size);
+            *Kp = K;
             return i;
         }
         pool_spin_unlock(&K->lock);
     }
     return 0;
+}
+
+/* arena_take, the block USED and counted in use. */
+static uint32_t arena_alloc_lists(bp_pool *p, parena *a, uint64_t sz, int c)
+{
+    pcls *K = NULL;
+    uint32_t i = arena_take(p, a, sz, c, &K);
+    if (i) {
+        pool_spin_unlock(&K->lock);
+        pool_account_alloc(p, D(p, i)->size);
+    }
+    return i;
 }
 
 /* Arena a's lists, then the shared arena's. */
@@ -1504,26 +1515,18 @@ static uint64_t local_batch(bp_pool_local *l, pcls *K, uint64_t sz, int c)
     return got;
 }
 
+/* arena_take plus a batch of the same list under the same lock. */
 static uint32_t local_lists_in(bp_pool_local *l, parena *a, uint64_t sz, int c)
 {
     bp_pool *p = l->pool;
-    unsigned mask = atomic_load_explicit(&a->nonempty, memory_order_relaxed) >> c;
-    for (int k = c; mask; k++, mask >>= 1) {
-        if (!(mask & 1)) continue;
-        pcls *K = &a->cls[k];
-        pool_spin_lock(&K->lock);
-        uint32_t i = K->bins ? pool_fit(p, K, sz) : 0;
-        if (!i) {
-            pool_spin_unlock(&K->lock);
-            continue;
-        }
-        pool_take(p, K, i, sz, c);
+    pcls *K = NULL;
+    uint32_t i = arena_take(p, a, sz, c, &K);
+    if (i) {
         uint64_t got = D(p, i)->size + local_batch(l, K, sz, c);
         pool_spin_unlock(&K->lock);
         local_account(l, (int64_t)got);
-        return i;
     }
-    return 0;
+    return i;
 }
 
 /* The lists of its own arena, then of the shared one: own class then larger
