@@ -4,6 +4,15 @@
  * bestfit's scaling on random graph-like interval sets.  Prints Markdown.
  *
  *   bench_assign [--quick] [--data DIR] [--time-limit S] [--max-n N] [--only SUBSTR]
+ *   bench_assign --nodes N1,N2,... [--reps R] [--data DIR] [--only SUBSTR]
+ *
+ * --nodes runs search on a node budget (bp__assign_search_ex: the result is
+ * a function of the input and the budget) for each budget on every
+ * MiniMalloc and ONNX instance and prints the nodes used, the arena, whether
+ * it is proven optimal, an FNV-1a hash of all offsets and the CPU time; two
+ * builds that make the same decisions print the same nodes, arena and hash.
+ * CPU ns / node subtracts the CPU time of a 1-node run (the incumbent phase);
+ * with --reps R each time is the least of R runs.
  *
  * Times are wall clock per call, the best of 5 calls for naive, color and
  * bestfit (the scaling table also gives CPU time: the machine may be shared).  "best known" is the smallest arena published or found so far for each
@@ -11,6 +20,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bufplan.h"
+#include "assign_internal.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -60,11 +70,12 @@ static double cpu_now(void)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static void run_dir(const char *dir, int is_onnx, double limit, const char *only)
+/* The *.csv files of dir whose names contain only (all when NULL), sorted;
+ * -1 when dir cannot be opened. */
+static int list_csv(const char *dir, const char *only, char *names[256])
 {
     DIR *d = opendir(dir);
-    if (!d) { printf("(%s not found)\n", dir); return; }
-    char *names[256];
+    if (!d) { printf("(%s not found)\n", dir); return -1; }
     int nn = 0;
     struct dirent *de;
     while ((de = readdir(d)) && nn < 256) {
@@ -74,6 +85,14 @@ static void run_dir(const char *dir, int is_onnx, double limit, const char *only
     }
     closedir(d);
     qsort(names, (size_t)nn, sizeof *names, cmp_str);
+    return nn;
+}
+
+static void run_dir(const char *dir, int is_onnx, double limit, const char *only)
+{
+    char *names[256];
+    int nn = list_csv(dir, only, names);
+    if (nn < 0) return;
     for (int f = 0; f < nn; f++) {
         char path[4096], base[256];
         snprintf(path, sizeof path, "%s/%s", dir, names[f]);
@@ -121,6 +140,68 @@ static void run_dir(const char *dir, int is_onnx, double limit, const char *only
         free(off);
         bp_instance_free(inst);
         free(names[f]);
+    }
+}
+
+static uint64_t fnv_offsets(const uint64_t *off, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++) { h ^= (off[i] >> (8 * b)) & 0xff; h *= 1099511628211ull; }
+    return h;
+}
+
+/* One node-budgeted search (the least CPU time of `reps` runs); false on
+ * error (printed). */
+static int run_budget(const bp_instance *inst, uint64_t budget, int reps, uint64_t *off, bp_assign_result *r, double *cpu)
+{
+    *cpu = 1e30;
+    for (int i = 0; i < reps; i++) {
+        bp_assign_options o;
+        bp_assign_options_init(&o);
+        o.time_limit = 0; /* no clock: the budget alone ends it */
+        bp_error e;
+        memset(r, 0, sizeof *r);
+        r->lower_bound = bp_intervals_max_live(inst->iv, inst->n);
+        double c0 = cpu_now();
+        bp_status s = bp__assign_search_ex(inst->iv, inst->n, &o, budget, off, r, &e);
+        double dc = cpu_now() - c0;
+        if (dc < *cpu) *cpu = dc;
+        if (s == BP_OK) s = bp_intervals_check(inst->iv, inst->n, off, r->arena_bytes, &e);
+        if (s != BP_OK) { printf("| FAILED: %s |\n", e.msg); return 0; }
+    }
+    return 1;
+}
+
+static void run_nodes_dir(const char *dir, const char *only, const uint64_t *budgets, int nb, int reps)
+{
+    char *names[256];
+    int nn = list_csv(dir, only, names);
+    if (nn < 0) return;
+    for (int f = 0; f < nn; f++) {
+        char path[4096], base[256];
+        snprintf(path, sizeof path, "%s/%s", dir, names[f]);
+        snprintf(base, sizeof base, "%s", names[f]);
+        base[strlen(base) - 4] = 0;
+        free(names[f]);
+        bp_instance *inst;
+        bp_error e;
+        if (bp_instance_read_csv(path, NULL, &inst, &e) != BP_OK) { printf("| %s | error: %s |\n", base, e.msg); continue; }
+        uint64_t *off = calloc(inst->n ? inst->n : 1, sizeof *off);
+        bp_assign_result r0, r;
+        double c0 = 0, c1 = 0;
+        if (!run_budget(inst, 1, reps, off, &r0, &c0)) goto next;
+        for (int i = 0; i < nb; i++) {
+            if (!run_budget(inst, budgets[i], reps, off, &r, &c1)) break;
+            double dn = (double)r.nodes - (double)r0.nodes;
+            printf("| %s | %llu | %llu | %llu | %s | %016llx | %.1f ms |", base, (ull)budgets[i], (ull)r.nodes,
+                   (ull)r.arena_bytes, r.optimal ? "yes" : "no", (ull)fnv_offsets(off, inst->n), c1 * 1e3);
+            if (dn > 0) printf(" %.0f |\n", (c1 - c0) * 1e9 / dn); else printf(" - |\n");
+            fflush(stdout);
+        }
+    next:
+        free(off);
+        bp_instance_free(inst);
     }
 }
 
@@ -191,6 +272,8 @@ int main(int argc, char **argv)
     size_t max_n = 10000000;
     const char *only = NULL;
     int scaling = 1, instances = 1;
+    uint64_t budgets[32];
+    int n_budgets = 0, reps = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
@@ -198,8 +281,26 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--max-n") && i + 1 < argc) max_n = (size_t)atof(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--no-scaling")) scaling = 0;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
+        else if (!strcmp(argv[i], "--nodes") && i + 1 < argc) {
+            for (char *p = argv[++i]; *p && n_budgets < 32;) {
+                budgets[n_budgets++] = strtoull(p, &p, 10);
+                if (*p == ',') p++; else break;
+            }
+        }
         else if (!strcmp(argv[i], "--scaling-only")) instances = 0;
-        else { fprintf(stderr, "usage: bench_assign [--quick] [--data DIR] [--time-limit S] [--max-n N] [--only SUBSTR] [--no-scaling|--scaling-only]\n"); return 2; }
+        else { fprintf(stderr, "usage: bench_assign [--quick] [--data DIR] [--time-limit S] [--max-n N] [--only SUBSTR] [--no-scaling|--scaling-only] [--nodes N1,N2,... [--reps R]]\n"); return 2; }
+    }
+    if (n_budgets) {
+        printf("### search on node budgets (bp__assign_search_ex)\n\n");
+        printf("| instance | node budget | nodes | arena | proven | offsets FNV-1a | CPU | CPU ns / node |\n");
+        printf("|---|---:|---:|---:|---|---|---:|---:|\n");
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/minimalloc/challenging", data);
+        run_nodes_dir(dir, only, budgets, n_budgets, reps);
+        snprintf(dir, sizeof dir, "%s/onnx/lifetimes", data);
+        run_nodes_dir(dir, only, budgets, n_budgets, reps);
+        return 0;
     }
     if (quick) { if (limit > 1) limit = 1; if (max_n > 1000000) max_n = 1000000; }
     if (instances) {

@@ -48,6 +48,20 @@
  * (bp__assign_search_ex) the incumbent phase runs on its work budgets
  * alone, so the whole result is a function of the input and the budget.
  *
+ * A node costs O(unplaced buffers + what the placement touches), not
+ * O(buffers + sections): each node's list keeps its unplaced buffers first
+ * (a placed one is swapped to the end of the prefix, pos[] finds it); the
+ * largest section total and the lowest ceiling are the parent's unless its
+ * placement touched the section / buffer holding them; a dead buffer shows
+ * when a placement raises it.  The section check runs before placing (most
+ * placements fail it): on b's sections, then only on the one run of
+ * sections holding a buffer b raises, skipping those whose bytes fit above
+ * the raised floor; the placed part of the path keeps every other section
+ * valid (sr_sections_ok_inc), and debug builds compare each answer with the
+ * full check.  Up to 4,096 buffers, overlaps, section members and the
+ * unplaced set are bitsets.  None of this changes a decision: node counts
+ * and packings are those of the plain rescans (bench_assign --nodes).
+ *
  * The depth-first search runs on an explicit stack of frames grown with the
  * caller's allocator (sr_search): its depth is the number of buffers placed
  * plus the splits on the way, which the input controls, so it never recurses
@@ -68,6 +82,11 @@
 #include <unistd.h>
 
 enum { SR_FOUND, SR_INFEASIBLE, SR_ABORTED, SR_TIMEOUT };
+
+/* Up to this many buffers, overlaps and the unplaced set are also kept as
+ * bitsets (k^2 / 8 bytes: 2 MiB here): a placement visits only the unplaced
+ * buffers it overlaps, a word at a time. */
+#define SR_BITSET_MAX 4096u
 
 typedef struct sr_part {
     uint32_t s0, s1;        /* sections [s0, s1) */
@@ -115,6 +134,19 @@ typedef struct sr_ctx {
     size_t n_sec_buf, n_ov, n_fx, n_sfx;  /* entries allocated in sec_buf, ov, fx, sfx */
     uint32_t *stamp, stamp_now;
     uint32_t *wit;          /* n_sec: a buffer that last passed sr_sec_scan */
+    uint32_t *pos;          /* k: index of b in the buffer list its node walks */
+    /* bitsets (k <= SR_BITSET_MAX): overlaps of each buffer, unplaced ones */
+    uint32_t W;             /* 64-bit words per row */
+    uint64_t *ovb;          /* k * W */
+    uint64_t *unpl;         /* W */
+    uint64_t *secb;         /* n_sec * W: buffers live in each section */
+    /* what the last sr_place raised: sections [rlo, rhi) cover b's and the
+     * raised buffers'; rmax = highest floor it set */
+    uint32_t rlo, rhi;
+    uint64_t rmax;
+    bool rdead;             /* ... and raised a ceiling above cap */
+    uint32_t lastfail;      /* the section that failed sr_predict last */
+    bool aligned;           /* some buffer has an alignment > 1 */
     uint32_t *lists; size_t lists_n, lists_cap;  /* stack of sub-part buffer lists */
     /* trail for undo */
     struct { uint32_t b; uint64_t v; } *tr; size_t tr_n, tr_cap;
@@ -185,20 +217,42 @@ static void sr_rank_list(struct sr_ctx *c, const uint32_t *list, uint32_t cnt, c
 /* Candidate order within a node: (minoff, rank). */
 typedef struct sr_cand { uint64_t off; uint32_t rank, b; } sr_cand;
 
-static int sr_cmp_cand(const void *x, const void *y)
+static inline bool sr_cand_lt(const sr_cand *a, const sr_cand *b)
 {
-    const sr_cand *a = x, *b = y;
-    if (a->off != b->off) return (a->off > b->off) - (a->off < b->off);
-    return (a->rank > b->rank) - (a->rank < b->rank);
+    return a->off < b->off || (a->off == b->off && a->rank < b->rank);
 }
 
+static void sr_cand_sift(sr_cand *a, size_t i, size_t n)
+{
+    sr_cand v = a[i];
+    for (;;) {
+        size_t j = 2 * i + 1;
+        if (j >= n) break;
+        if (j + 1 < n && sr_cand_lt(&a[j], &a[j + 1])) j++;
+        if (!sr_cand_lt(&v, &a[j])) break;
+        a[i] = a[j];
+        i = j;
+    }
+    a[i] = v;
+}
+
+/* Keys are distinct (ranks are), so any sort gives the same order:
+ * insertion sort for short lists, else heap sort (qsort's indirect
+ * comparisons cost 8x more here). */
 static void sr_sort_cand(sr_cand *a, size_t n)
 {
-    if (n > 32) { qsort(a, n, sizeof *a, sr_cmp_cand); return; }
+    if (n > 32) {
+        for (size_t i = n / 2; i-- > 0;) sr_cand_sift(a, i, n);
+        for (size_t m = n - 1; m > 0; m--) {
+            sr_cand t = a[0]; a[0] = a[m]; a[m] = t;
+            sr_cand_sift(a, 0, m);
+        }
+        return;
+    }
     for (size_t i = 1; i < n; i++) {
         sr_cand v = a[i];
         size_t j = i;
-        while (j > 0 && (a[j - 1].off > v.off || (a[j - 1].off == v.off && a[j - 1].rank > v.rank))) { a[j] = a[j - 1]; j--; }
+        while (j > 0 && sr_cand_lt(&v, &a[j - 1])) { a[j] = a[j - 1]; j--; }
         a[j] = v;
     }
 }
@@ -256,25 +310,42 @@ static void sr_rank_list(sr_ctx *c, const uint32_t *list, uint32_t cnt, const ui
 
 /* Places b at offset o: updates the floors of overlapping unplaced buffers
  * and of b's sections; records undo information. */
+static inline void sr_raise(sr_ctx *c, uint32_t x, uint64_t h)
+{
+    uint64_t nm = bp__align_up(h, c->align[x]);
+    if (c->minoff[x] >= nm) return;
+    nm = sr_adjust(c, x, nm);
+    c->tr[c->tr_n].b = x; c->tr[c->tr_n].v = c->minoff[x]; c->tr_n++;
+    c->minoff[x] = nm;
+    if (nm > c->rmax) c->rmax = nm;
+    if (nm + c->size[x] > c->cap) c->rdead = true;
+    if (c->slo[x] < c->rlo) c->rlo = c->slo[x];
+    if (c->shi[x] > c->rhi) c->rhi = c->shi[x];
+}
+
 static bool sr_place(sr_ctx *c, uint32_t b, uint64_t o)
 {
+    uint32_t deg = c->ov_off[b + 1] - c->ov_off[b], span = c->shi[b] - c->slo[b];
+    if (c->tr_n + deg > c->tr_cap && !bp__grow(c->a, (void **)&c->tr, &c->tr_cap, c->tr_n + deg, sizeof *c->tr)) return false;
+    if (c->ts_n + span > c->ts_cap && !bp__grow(c->a, (void **)&c->ts, &c->ts_cap, c->ts_n + span, sizeof *c->ts)) return false;
     c->off[b] = o;
     uint64_t h = o + c->size[b];
-    for (uint32_t e = c->ov_off[b]; e < c->ov_off[b + 1]; e++) {
-        uint32_t x = c->ov[e];
-        if (c->off[x] != UINT64_MAX) continue;
-        uint64_t nm = bp__align_up(h, c->align[x]);
-        if (c->minoff[x] >= nm) continue;
-        nm = sr_adjust(c, x, nm);
-        if (c->tr_n >= c->tr_cap && !bp__grow(c->a, (void **)&c->tr, &c->tr_cap, c->tr_n + 1, sizeof *c->tr)) return false;
-        c->tr[c->tr_n].b = x; c->tr[c->tr_n].v = c->minoff[x]; c->tr_n++;
-        c->minoff[x] = nm;
+    c->rlo = c->slo[b]; c->rhi = c->shi[b]; c->rmax = 0; c->rdead = false;
+    if (c->ovb) {
+        const uint64_t *row = c->ovb + (size_t)b * c->W;
+        c->unpl[b >> 6] &= ~(UINT64_C(1) << (b & 63));
+        for (uint32_t w = 0; w < c->W; w++)
+            for (uint64_t m = row[w] & c->unpl[w]; m; m &= m - 1)
+                sr_raise(c, w * 64 + (uint32_t)__builtin_ctzll(m), h);
+    } else {
+        for (uint32_t e = c->ov_off[b]; e < c->ov_off[b + 1]; e++)
+            if (c->off[c->ov[e]] == UINT64_MAX) sr_raise(c, c->ov[e], h);
     }
+    uint64_t sz = c->size[b];
     for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) {
-        if (c->ts_n >= c->ts_cap && !bp__grow(c->a, (void **)&c->ts, &c->ts_cap, c->ts_n + 1, sizeof *c->ts)) return false;
         c->ts[c->ts_n].s = s; c->ts[c->ts_n].v = c->floor_[s]; c->ts_n++;
         if (h > c->floor_[s]) c->floor_[s] = h;
-        c->total[s] -= c->size[b];
+        c->total[s] -= sz;
     }
     return true;
 }
@@ -283,8 +354,22 @@ static void sr_unplace(sr_ctx *c, uint32_t b, size_t tr_mark, size_t ts_mark)
 {
     while (c->tr_n > tr_mark) { c->tr_n--; c->minoff[c->tr[c->tr_n].b] = c->tr[c->tr_n].v; }
     while (c->ts_n > ts_mark) { c->ts_n--; c->floor_[c->ts[c->ts_n].s] = c->ts[c->ts_n].v; }
-    for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->total[s] += c->size[b];
+    uint64_t sz = c->size[b];
+    for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->total[s] += sz;
     c->off[b] = UINT64_MAX;
+    if (c->ovb) c->unpl[b >> 6] |= UINT64_C(1) << (b & 63);
+}
+
+/* Whether an unplaced buffer overlaps b. */
+static bool sr_hat(const sr_ctx *c, uint32_t b)
+{
+    if (c->ovb) {
+        const uint64_t *row = c->ovb + (size_t)b * c->W;
+        for (uint32_t w = 0; w < c->W; w++) if (row[w] & c->unpl[w]) return true;
+        return false;
+    }
+    for (uint32_t e = c->ov_off[b]; e < c->ov_off[b + 1]; e++) if (c->off[c->ov[e]] == UINT64_MAX) return true;
+    return false;
 }
 
 /* Cross-section check after placing b at offset o: in each section the
@@ -293,10 +378,8 @@ static void sr_unplace(sr_ctx *c, uint32_t b, size_t tr_mark, size_t ts_mark)
  * lowest floor among them.  The first two are checked everywhere; the third
  * only changes in the sections of b and of the buffers whose floor b raised
  * (trail entries from tr_mark on), so only those are rescanned. */
-static bool sr_sec_scan(sr_ctx *c, uint32_t s)
+static bool sr_sec_test(sr_ctx *c, uint32_t s)
 {
-    if (c->stamp[s] == c->stamp_now) return true;
-    c->stamp[s] = c->stamp_now;
     if (!c->total[s]) return true;
     /* passes as soon as one unplaced buffer could start low enough (with
      * obstacles: m + obstacle bytes above m only grows with m) */
@@ -315,7 +398,14 @@ static bool sr_sec_scan(sr_ctx *c, uint32_t s)
     return false;
 }
 
-static bool sr_sections_ok(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t b, uint64_t o, size_t tr_mark)
+static bool sr_sec_scan(sr_ctx *c, uint32_t s)
+{
+    if (c->stamp[s] == c->stamp_now) return true;
+    c->stamp[s] = c->stamp_now;
+    return sr_sec_test(c, s);
+}
+
+static bool sr_sections_ok_full(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t b, uint64_t o, size_t tr_mark)
 {
     for (uint32_t s = s0; s < s1; s++) {
         if (!c->total[s]) continue;
@@ -331,6 +421,142 @@ static bool sr_sections_ok(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t b, uint
         for (uint32_t s = c->slo[x]; s < c->shi[x]; s++) if (!sr_sec_scan(c, s)) return false;
     }
     return true;
+}
+
+/* sr_sections_ok_full without obstacles, on the sections whose state the
+ * placement changed.  Invariant on every node's path: each section of the
+ * node's range has floor + total <= cap (the root's check of the largest
+ * total, then every placement) and passes the lowest-floor test (all
+ * floors start at 0).  Between the parent and the child, only b's sections
+ * lose bytes and gain a floor, and only the sections of b and of the
+ * buffers whose floor it raised (all overlap b, so their sections form one
+ * run [lo, hi) around b's) can change their lowest floor; the candidate
+ * list already keeps o + total <= cap everywhere (sr_enter).  So checking
+ * these gives the answer of the full check at O(b's sections + run)
+ * instead of O(node's sections + sum of the raised buffers' sections). */
+static bool sr_sections_ok_inc(sr_ctx *c, uint32_t b)
+{
+    /* b's sections: floor + total was checked before placing (sr_try) */
+    if (!c->sec_buf) return true;
+    uint32_t b0 = c->slo[b], b1 = c->shi[b];
+    for (uint32_t s = b0; s < b1; s++) if (!sr_sec_test(c, s)) return false;
+    /* the others: each holds a raised buffer, now at a floor <= rmax, so
+     * it passes while its unplaced bytes fit above rmax */
+    const uint64_t *total = c->total;
+    uint64_t lim = c->rmax <= c->cap ? c->cap - c->rmax : 0;
+    for (uint32_t s = c->rlo; s < b0; s++) if (total[s] > lim && !sr_sec_test(c, s)) return false;
+    for (uint32_t s = b1; s < c->rhi; s++) if (total[s] > lim && !sr_sec_test(c, s)) return false;
+    return true;
+}
+
+/* sr_sec_test on section s as it will be once b is placed below h (need
+ * computed by the caller): b gone, the buffers b overlaps (bit set in row)
+ * raised to h, aligned. */
+static inline uint64_t sr_floor_after(const sr_ctx *c, uint32_t x, const uint64_t *row, uint64_t h)
+{
+    uint64_t m = c->minoff[x];
+    if (row[x >> 6] >> (x & 63) & 1) {
+        uint64_t nm = c->aligned ? bp__align_up(h, c->align[x]) : h;
+        if (nm > m) m = nm;
+    }
+    return m;
+}
+
+static bool sr_sec_pred(sr_ctx *c, uint32_t s, uint64_t need, uint32_t b, const uint64_t *row, uint64_t h)
+{
+    uint32_t w = c->wit[s];
+    if (!c->aligned && c->secb) {
+        /* without alignment a raised floor is h: in b's sections (need >=
+         * h: sr_try checked max(floor, h) + bytes <= cap) a buffer passes
+         * on its floor now; elsewhere this runs only when need < h (see
+         * sr_predict), so only buffers b does not overlap can pass */
+        bool in_b = s >= c->slo[b] && s < c->shi[b];
+        if (w != b && c->off[w] == UINT64_MAX && c->minoff[w] <= need &&
+            (in_b || !(row[w >> 6] >> (w & 63) & 1))) return true;
+        const uint64_t *sb = c->secb + (size_t)s * c->W;
+        for (uint32_t i = 0; i < c->W; i++) {
+            uint64_t m = sb[i] & c->unpl[i] & (in_b ? ~UINT64_C(0) : ~row[i]);
+            if (i == b >> 6) m &= ~(UINT64_C(1) << (b & 63));
+            for (; m; m &= m - 1) {
+                uint32_t x = i * 64 + (uint32_t)__builtin_ctzll(m);
+                if (c->minoff[x] <= need) { c->wit[s] = x; return true; }
+            }
+        }
+        c->lastfail = s;
+        return false;
+    }
+    if (w != b && c->off[w] == UINT64_MAX && sr_floor_after(c, w, row, h) <= need) return true;
+    if (c->secb) {
+        const uint64_t *sb = c->secb + (size_t)s * c->W;
+        for (uint32_t i = 0; i < c->W; i++) {
+            uint64_t m = sb[i] & c->unpl[i];
+            if (i == b >> 6) m &= ~(UINT64_C(1) << (b & 63));
+            for (; m; m &= m - 1) {
+                uint32_t x = i * 64 + (uint32_t)__builtin_ctzll(m);
+                if (sr_floor_after(c, x, row, h) <= need) { c->wit[s] = x; return true; }
+            }
+        }
+        c->lastfail = s;
+        return false;
+    }
+    for (uint32_t e = c->sec_off[s]; e < c->sec_off[s + 1]; e++) {
+        uint32_t x = c->sec_buf[e];
+        if (x == b || c->off[x] != UINT64_MAX) continue;
+        if (sr_floor_after(c, x, row, h) <= need) { c->wit[s] = x; return true; }
+    }
+    c->lastfail = s;
+    return false;
+}
+
+/* sr_sections_ok_inc before placing b at o (no obstacles, bitsets): the
+ * same answer from the floors each buffer will have, so that a placement
+ * that fails (most do: 4 of 5 on instance D) changes nothing.  The section
+ * that failed last is tried first. */
+static bool sr_predict(sr_ctx *c, uint32_t b, uint64_t o)
+{
+    uint64_t sz = c->size[b], h = o + sz, cap = c->cap, rmax = 0;
+    const uint64_t *row = c->ovb + (size_t)b * c->W;
+    uint32_t b0 = c->slo[b], b1 = c->shi[b], lo = b0, hi = b1;
+    for (uint32_t w = 0; w < c->W; w++)
+        for (uint64_t m = row[w] & c->unpl[w]; m; m &= m - 1) {
+            uint32_t x = w * 64 + (uint32_t)__builtin_ctzll(m);
+            uint64_t nm = c->aligned ? bp__align_up(h, c->align[x]) : h;
+            if (c->minoff[x] >= nm) continue;
+            if (nm > rmax) rmax = nm;
+            if (c->slo[x] < lo) lo = c->slo[x];
+            if (c->shi[x] > hi) hi = c->shi[x];
+        }
+    if (!c->sec_buf) return true;
+    const uint64_t *total = c->total;
+    uint64_t lim = rmax <= cap ? cap - rmax : 0;
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: the last failing section only, if in range */
+        uint32_t s = pass ? lo : c->lastfail, end = pass ? hi : c->lastfail + 1;
+        if (!pass && (s < lo || s >= hi)) continue;
+        for (; s < end; s++) {
+            uint64_t t = total[s];
+            if (s >= b0 && s < b1) t -= sz;
+            else if (t <= lim) continue;
+            if (!t) continue;
+            if (t > cap) { c->lastfail = s; return false; }
+            if (!sr_sec_pred(c, s, cap - t, b, row, h)) return false;
+        }
+    }
+    return true;
+}
+
+static bool sr_sections_ok(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t b, uint64_t o, size_t tr_mark)
+{
+    if (c->nf) return sr_sections_ok_full(c, s0, s1, b, o, tr_mark);
+    bool r = sr_sections_ok_inc(c, b);
+#ifndef NDEBUG
+    /* debug builds (the tests): the incremental answer is the full one */
+    if (r != sr_sections_ok_full(c, s0, s1, b, o, tr_mark)) {
+        fprintf(stderr, "search: incremental section check %d disagrees with the full check\n", (int)r);
+        abort();
+    }
+#endif
+    return r;
 }
 
 /* The depth-first search runs on an explicit stack of frames (c->fr, grown
@@ -360,10 +586,20 @@ enum { SR_FR_NODE, SR_FR_TRY, SR_FR_SPLIT0, SR_FR_SPLIT };
 typedef struct sr_frame {
     uint32_t kind;
     uint32_t s0, s1, nb, left;
-    const uint32_t *bufs;   /* NULL: c->lists + list_pos */
+    uint32_t *bufs;         /* NULL: c->lists + list_pos */
     size_t list_pos;
     union {
-        struct { uint64_t last_off; uint32_t last_rank; size_t base, nc, i, trm, tsm; } n;
+        struct {
+            uint64_t last_off; uint32_t last_rank; size_t base, nc, i, trm, tsm;
+            /* largest unplaced section total and a section holding it; on
+             * entry, the parent's, with pb the buffer it placed (UINT32_MAX:
+             * none) */
+            uint64_t mt; uint32_t ms, pb;
+            /* lowest ceiling among unplaced buffers and one buffer with it
+             * (on entry, the parent's); dead: pb raised a buffer's ceiling
+             * above cap */
+            uint64_t mh; uint32_t ma; bool dead;
+        } n;
         struct { size_t mark, start; uint32_t a, e, cnt; } s;
     } u;
 } sr_frame;
@@ -379,14 +615,16 @@ static bool sr_reserve(sr_ctx *c)
 }
 
 /* Pushes a node frame (room was reserved). */
-static void sr_push_node(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *bufs, size_t list_pos,
-                         uint32_t nb, uint32_t left, uint64_t last_off, uint32_t last_rank)
+static sr_frame *sr_push_node(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t *bufs, size_t list_pos,
+                              uint32_t nb, uint32_t left, uint64_t last_off, uint32_t last_rank)
 {
     sr_frame *g = &c->fr[c->fr_n++];
     g->kind = SR_FR_NODE;
     g->s0 = s0; g->s1 = s1; g->nb = nb; g->left = left;
     g->bufs = bufs; g->list_pos = list_pos;
     g->u.n.last_off = last_off; g->u.n.last_rank = last_rank;
+    g->u.n.pb = UINT32_MAX;
+    return g;
 }
 
 /* Entering a node: a leaf records the packing; otherwise the node is
@@ -395,55 +633,105 @@ static void sr_push_node(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *bu
 static int sr_enter(sr_ctx *c, sr_frame *f)
 {
     const uint32_t *bl = f->bufs ? f->bufs : c->lists + f->list_pos;
-    uint32_t nb = f->nb;
-    if (f->left == 0) {
+    uint32_t nb = f->nb, left = f->left;
+    if (left == 0) {
         for (uint32_t q = 0; q < nb; q++) c->sol[bl[q]] = c->off[bl[q]];
         return SR_FOUND;
     }
+#ifndef NDEBUG
+    /* debug builds (the tests): the list is unplaced buffers, then placed
+     * ones, and pos[] finds each unplaced one */
+    for (uint32_t q = 0; q < nb; q++)
+        if ((c->off[bl[q]] == UINT64_MAX) != (q < left) || (q < left && c->pos[bl[q]] != q)) {
+            fprintf(stderr, "search: node list out of order at %u of %u (%u unplaced)\n", q, nb, left);
+            abort();
+        }
+#endif
     if (c->nodes >= c->max_nodes) { c->timed_out = true; return SR_TIMEOUT; }
     c->nodes++;
     if (c->nodes_left-- <= 0) return SR_ABORTED;
     if (sr_time_up(c)) return SR_TIMEOUT;
-    /* lowest ceiling among unplaced buffers (dominance), dead buffers */
-    uint64_t min_h = UINT64_MAX;
-    for (uint32_t q = 0; q < nb; q++) {
-        uint32_t b = bl[q];
-        if (c->off[b] != UINT64_MAX) continue;
-        uint64_t h = c->minoff[b] + c->size[b];
-        if (h > c->cap) return SR_INFEASIBLE;
-        if (h < min_h) min_h = h;
-    }
     /* every placement at offset o must leave room for each section's
      * unplaced bytes above o (the first check of sr_sections_ok, which the
      * placed buffer's own sections pass or fail alike): candidates above
-     * cap - (largest unplaced total) would fail it, so they are not listed */
-    uint64_t mt = 0;
-    for (uint32_t s = f->s0; s < f->s1; s++) if (c->total[s] > mt) mt = c->total[s];
-    if (mt > c->cap) return SR_INFEASIBLE;
-    if (c->cap - mt < min_h) min_h = c->cap - mt + 1;
-    /* candidates: unplaced, floor below min_h, canonical after the last */
+     * cap - (largest unplaced total) would fail it, so they are not listed.
+     * The largest total is the parent's unless the buffer placed there
+     * lives in the section that held it (totals only shrink). */
+    uint64_t cap = c->cap, mt = f->u.n.mt;
+    uint32_t pb = f->u.n.pb, ms = f->u.n.ms;
+    if (pb == UINT32_MAX || (ms >= c->slo[pb] && ms < c->shi[pb])) {
+        mt = 0; ms = f->s0;
+        for (uint32_t s = f->s0; s < f->s1; s++) if (c->total[s] > mt) { mt = c->total[s]; ms = s; }
+        f->u.n.mt = mt; f->u.n.ms = ms;
+    }
+    const uint64_t *minoff = c->minoff, *size = c->size;
+    const uint32_t *rank = c->rank;
+    /* the lowest ceiling among unplaced buffers (dominance) and dead
+     * buffers (ceiling above cap).  Below the root of a part, a ceiling only
+     * moves when the parent's placement raised it: a dead buffer is one it
+     * raised too high (sr_raise), and the parent's lowest ceiling stays
+     * while the buffer that had it is neither placed nor raised. */
+    uint64_t min_h = f->u.n.mh;
+    uint32_t ma = f->u.n.ma;
+    if (pb == UINT32_MAX) {
+        uint64_t max_h = 0;
+        min_h = UINT64_MAX; ma = bl[0];
+        for (uint32_t q = 0; q < left; q++) {
+            uint32_t b = bl[q];
+            uint64_t h = minoff[b] + size[b];
+            if (h < min_h) { min_h = h; ma = b; }
+            if (h > max_h) max_h = h;
+        }
+        if (max_h > cap) return SR_INFEASIBLE;
+    } else {
+        if (f->u.n.dead) return SR_INFEASIBLE;
+        if (ma == pb || minoff[ma] + size[ma] != min_h) {
+            min_h = UINT64_MAX; ma = bl[0];
+            for (uint32_t q = 0; q < left; q++) {
+                uint32_t b = bl[q];
+                uint64_t h = minoff[b] + size[b];
+                if (h < min_h) { min_h = h; ma = b; }
+            }
+        }
+    }
+    f->u.n.mh = min_h; f->u.n.ma = ma;
+    if (mt > cap) return SR_INFEASIBLE;
+    /* candidates: unplaced, floor below both limits, canonical after the
+     * last */
     size_t base = c->cand_n;
     uint64_t last_off = f->u.n.last_off;
     uint32_t last_rank = f->u.n.last_rank;
-    for (uint32_t q = 0; q < nb; q++) {
-        uint32_t b = bl[q];
-        if (c->off[b] != UINT64_MAX) continue;
-        uint64_t mo = c->minoff[b];
-        if (mo >= min_h) continue;
-        if (mo < last_off || (mo == last_off && c->rank[b] < last_rank)) continue;
-        if (c->cand_n >= c->cand_cap && !bp__grow(c->a, (void **)&c->cand, &c->cand_cap, c->cand_n + 1, sizeof *c->cand)) {
-            c->oom = true;
-            c->cand_n = base;
-            return SR_ABORTED;
-        }
-        c->cand[c->cand_n].off = mo; c->cand[c->cand_n].rank = c->rank[b]; c->cand[c->cand_n].b = b;
-        c->cand_n++;
+    if (base + left > c->cand_cap && !bp__grow(c->a, (void **)&c->cand, &c->cand_cap, base + left, sizeof *c->cand)) {
+        c->oom = true;
+        return SR_ABORTED;
     }
+    sr_cand *cd = c->cand + base;
+    size_t nc = 0;
+    uint64_t lim = cap - mt + 1;
+    if (min_h < lim) lim = min_h;
+    for (uint32_t q = 0; q < left; q++) {
+        uint32_t b = bl[q];
+        uint64_t mo = minoff[b];
+        if (mo >= lim || mo < last_off || (mo == last_off && rank[b] < last_rank)) continue;
+        cd[nc].off = mo; cd[nc].rank = rank[b]; cd[nc].b = b;
+        nc++;
+    }
+    c->cand_n = base + nc;
     f->u.n.base = base;
-    f->u.n.nc = c->cand_n - base;
+    f->u.n.nc = nc;
     f->u.n.i = 0;
     sr_sort_cand(c->cand + base, f->u.n.nc);
     f->kind = SR_FR_TRY;
+    return SR_GO;
+}
+
+/* A node's candidate b (number i) failed: "hatless": when nothing unplaced
+ * overlaps b, b at its floor blocks no one, so placing another buffer
+ * first fails too; else the next candidate. */
+static int sr_next(sr_ctx *c, sr_frame *f, uint32_t b)
+{
+    if (!sr_hat(c, b)) { c->cand_n = f->u.n.base; return SR_INFEASIBLE; }
+    f->u.n.i++;
     return SR_GO;
 }
 
@@ -455,13 +743,7 @@ static int sr_node_back(sr_ctx *c, sr_frame *f, int r)
     for (uint32_t s = c->slo[b] + 1; s < c->shi[b]; s++) c->cross[s]++;
     sr_unplace(c, b, f->u.n.trm, f->u.n.tsm);
     if (r != SR_INFEASIBLE) { c->cand_n = f->u.n.base; return r; }
-    /* "hatless": nothing unplaced overlaps b, so b at its floor blocks
-     * no one; if that failed, placing another buffer first fails too */
-    bool hat = false;
-    for (uint32_t e = c->ov_off[b]; e < c->ov_off[b + 1] && !hat; e++) hat = c->off[c->ov[e]] == UINT64_MAX;
-    if (!hat) { c->cand_n = f->u.n.base; return SR_INFEASIBLE; }
-    f->u.n.i++;
-    return SR_GO;
+    return sr_next(c, f, b);
 }
 
 /* Places the node's next candidates until one passes the section checks;
@@ -476,6 +758,47 @@ static int sr_try(sr_ctx *c, size_t fi)
         f = &c->fr[fi];
         sr_cand cd = c->cand[f->u.n.base + f->u.n.i];
         f->u.n.trm = c->tr_n; f->u.n.tsm = c->ts_n;
+        /* b's own sections once placed (floor at least o + size, its bytes
+         * gone from the totals): the part of the section check that fails
+         * most, done before placing */
+        {
+            uint64_t h = cd.off + c->size[cd.b], sz = c->size[cd.b], cap = c->cap;
+            bool bad = false;
+            for (uint32_t s = c->slo[cd.b]; s < c->shi[cd.b] && !bad; s++) {
+                uint64_t t = c->total[s] - sz, fl = c->floor_[s] > h ? c->floor_[s] : h;
+                bad = t && fl + t > cap;
+            }
+            if (bad) {
+                int r = sr_next(c, f, cd.b);
+                if (r != SR_GO) return r;
+                continue;
+            }
+        }
+        bool fast = !c->nf && c->ovb, ok = true;
+        if (fast && !sr_predict(c, cd.b, cd.off)) {
+#ifndef NDEBUG
+            /* debug builds (the tests): the placement fails the full check */
+            if (sr_place(c, cd.b, cd.off)) {
+                for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]--;
+                if (sr_sections_ok_full(c, f->s0, f->s1, cd.b, cd.off, f->u.n.trm)) {
+                    fprintf(stderr, "search: predicted section check fails, the full check passes\n");
+                    abort();
+                }
+                for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]++;
+            }
+            sr_unplace(c, cd.b, f->u.n.trm, f->u.n.tsm);
+#endif
+            int r = sr_next(c, f, cd.b);
+            if (r != SR_GO) return r;
+            continue;
+        }
+        {
+            /* the child walks the unplaced prefix: move b to its end */
+            uint32_t *l = f->bufs ? f->bufs : c->lists + f->list_pos;
+            uint32_t i = c->pos[cd.b], j = f->left - 1, y = l[j];
+            l[i] = y; c->pos[y] = i;
+            l[j] = cd.b; c->pos[cd.b] = j;
+        }
         if (!sr_place(c, cd.b, cd.off)) {
             c->oom = true;
             sr_unplace(c, cd.b, f->u.n.trm, f->u.n.tsm);
@@ -483,13 +806,22 @@ static int sr_try(sr_ctx *c, size_t fi)
             return SR_ABORTED;
         }
         for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]--;
-        if (sr_sections_ok(c, f->s0, f->s1, cd.b, cd.off, f->u.n.trm)) {
+        if (!fast) ok = sr_sections_ok(c, f->s0, f->s1, cd.b, cd.off, f->u.n.trm);
+#ifndef NDEBUG
+        else if (!sr_sections_ok_full(c, f->s0, f->s1, cd.b, cd.off, f->u.n.trm)) {
+            fprintf(stderr, "search: predicted section check passes, the full check fails\n");
+            abort();
+        }
+#endif
+        if (ok) {
             uint32_t left = f->left - 1;
             bool split = false;
             for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++)
                 if (c->cross[s] == 0 && s > f->s0 && s < f->s1) { split = true; break; }
             if (!split || left == 0) {
-                sr_push_node(c, f->s0, f->s1, f->bufs, f->list_pos, f->nb, left, cd.off, cd.rank);
+                sr_frame *g = sr_push_node(c, f->s0, f->s1, f->bufs, f->list_pos, f->nb, left, cd.off, cd.rank);
+                g->u.n.mt = f->u.n.mt; g->u.n.ms = f->u.n.ms; g->u.n.pb = cd.b;
+                g->u.n.mh = f->u.n.mh; g->u.n.ma = f->u.n.ma; g->u.n.dead = c->rdead;
             } else {
                 sr_frame *g = &c->fr[c->fr_n++];
                 g->kind = SR_FR_SPLIT0;
@@ -503,6 +835,14 @@ static int sr_try(sr_ctx *c, size_t fi)
     }
 }
 
+/* A split is over: its sub-part lists moved pos[] of its unplaced
+ * buffers; they point into its own list again. */
+static void sr_split_done(sr_ctx *c, const sr_frame *f)
+{
+    uint32_t *l = f->bufs ? f->bufs : c->lists + f->list_pos;
+    for (uint32_t q = 0; q < f->left; q++) c->pos[l[q]] = q;
+}
+
 /* A split: records the placed buffers so far, then pushes a node frame for
  * each sub-part [a, e) (e: the next boundary no unplaced buffer crosses)
  * that holds unplaced buffers, one at a time. */
@@ -511,7 +851,7 @@ static int sr_split(sr_ctx *c, size_t fi)
     sr_frame *f = &c->fr[fi];
 #define SR_LIST (f->bufs ? f->bufs : c->lists + f->list_pos)
     if (f->kind == SR_FR_SPLIT0) {
-        for (uint32_t q = 0; q < f->nb; q++) { uint32_t x = SR_LIST[q]; if (c->off[x] != UINT64_MAX) c->sol[x] = c->off[x]; }
+        for (uint32_t q = f->left; q < f->nb; q++) { uint32_t x = SR_LIST[q]; c->sol[x] = c->off[x]; }
         f->u.s.mark = c->lists_n;
         f->u.s.a = f->s0;
         f->kind = SR_FR_SPLIT;
@@ -521,15 +861,16 @@ static int sr_split(sr_ctx *c, size_t fi)
         while (e < f->s1 && c->cross[e] != 0) e++;
         /* sub-part [a, e): unplaced buffers starting in it */
         size_t start = c->lists_n;
-        for (uint32_t q = 0; q < f->nb; q++) {
+        for (uint32_t q = 0; q < f->left; q++) {
             uint32_t x = SR_LIST[q];
-            if (c->off[x] != UINT64_MAX || c->slo[x] < a || c->slo[x] >= e) continue;
+            if (c->slo[x] < a || c->slo[x] >= e) continue;
             if (c->lists_n >= c->lists_cap &&
                 !bp__grow(c->a, (void **)&c->lists, &c->lists_cap, c->lists_n + 1, sizeof *c->lists)) {
                 c->oom = true;
                 c->lists_n = f->u.s.mark;
                 return SR_ABORTED;
             }
+            c->pos[x] = (uint32_t)(c->lists_n - start);
             c->lists[c->lists_n++] = x;
         }
         uint32_t cnt = (uint32_t)(c->lists_n - start);
@@ -537,14 +878,19 @@ static int sr_split(sr_ctx *c, size_t fi)
             if (!sr_reserve(c)) { c->lists_n = c->fr[fi].u.s.mark; return SR_ABORTED; }
             /* MiniMalloc re-sorts a sub-part's buffers with the section
              * totals left at this point; the old ranks are kept after the
-             * list (restored by sr_split_back) */
-            if (c->lists_n + cnt > c->lists_cap &&
-                !bp__grow(c->a, (void **)&c->lists, &c->lists_cap, c->lists_n + cnt, sizeof *c->lists)) {
+             * list as (buffer, rank) pairs, restored by sr_split_back (the
+             * sub-part's nodes reorder the list itself) */
+            if (c->lists_n + 2 * (size_t)cnt > c->lists_cap &&
+                !bp__grow(c->a, (void **)&c->lists, &c->lists_cap, c->lists_n + 2 * (size_t)cnt, sizeof *c->lists)) {
                 c->oom = true;
                 c->lists_n = c->fr[fi].u.s.mark;
                 return SR_ABORTED;
             }
-            for (uint32_t q = 0; q < cnt; q++) c->lists[c->lists_n++] = c->wrank[c->lists[start + q]];
+            for (uint32_t q = 0; q < cnt; q++) {
+                uint32_t x = c->lists[start + q];
+                c->lists[c->lists_n++] = x;
+                c->lists[c->lists_n++] = c->wrank[x];
+            }
             if (cnt > 1) sr_rank_list(c, c->lists + start, cnt, c->total);
             f = &c->fr[fi];
             f->u.s.start = start; f->u.s.e = e; f->u.s.cnt = cnt;
@@ -555,6 +901,7 @@ static int sr_split(sr_ctx *c, size_t fi)
         f->u.s.a = e;
     }
     c->lists_n = f->u.s.mark;
+    sr_split_done(c, f);
     return SR_FOUND;
 #undef SR_LIST
 }
@@ -563,15 +910,16 @@ static int sr_split(sr_ctx *c, size_t fi)
  * SR_FOUND (then the split fails with r). */
 static int sr_split_back(sr_ctx *c, sr_frame *f, int r)
 {
-    for (uint32_t q = 0; q < f->u.s.cnt; q++) c->wrank[c->lists[f->u.s.start + q]] = c->lists[f->u.s.start + f->u.s.cnt + q];
+    const uint32_t *old = c->lists + f->u.s.start + f->u.s.cnt;
+    for (uint32_t q = 0; q < f->u.s.cnt; q++) c->wrank[old[2 * q]] = old[2 * q + 1];
     c->lists_n = f->u.s.start;
     f->u.s.a = f->u.s.e;
-    if (r != SR_FOUND) { c->lists_n = f->u.s.mark; return r; }
+    if (r != SR_FOUND) { c->lists_n = f->u.s.mark; sr_split_done(c, f); return r; }
     return SR_GO;
 }
 
 /* Searches the part [s0, s1) over bufs[0..nb) to the end. */
-static int sr_search(sr_ctx *c, uint32_t s0, uint32_t s1, const uint32_t *bufs, uint32_t nb)
+static int sr_search(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t *bufs, uint32_t nb)
 {
     c->fr_n = 0;
     if (!sr_reserve(c)) return SR_ABORTED;
@@ -603,6 +951,8 @@ static int sr_solve_part(sr_ctx *c, sr_part *p, uint64_t cap, int h, int64_t lim
         uint32_t b = c->part_buf[q];
         c->off[b] = UINT64_MAX;
         c->minoff[b] = sr_adjust(c, b, 0);
+        c->pos[b] = q - p->b0;
+        if (c->ovb) c->unpl[b >> 6] |= UINT64_C(1) << (b & 63);
         c->wrank[b] = c->pre[(size_t)h * c->k + b];
     }
     for (uint32_t s = p->s0; s < p->s1; s++) { c->floor_[s] = 0; c->total[s] = c->sec_total0[s]; c->cross[s] = c->cross0[s]; }
@@ -670,6 +1020,10 @@ static void sr_free(sr_ctx *c)
     bp__free(a, c->len, k * sizeof *c->len);
     bp__free(a, c->wrank, k * sizeof *c->wrank);
     bp__free(a, c->keys, k * sizeof *c->keys);
+    bp__free(a, c->pos, k * sizeof *c->pos);
+    if (c->ovb) bp__free(a, c->ovb, (size_t)c->W * k * sizeof *c->ovb);
+    if (c->unpl) bp__free(a, c->unpl, (size_t)c->W * sizeof *c->unpl);
+    if (c->secb) bp__free(a, c->secb, (size_t)c->W * ns * sizeof *c->secb);
     bp__free(a, c->sec_total0, (ns + 1) * sizeof *c->sec_total0);
     bp__free(a, c->floor_, (ns + 1) * sizeof *c->floor_);
     bp__free(a, c->total, (ns + 1) * sizeof *c->total);
@@ -725,11 +1079,12 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
     c->len = bp__alloc(a, kk * sizeof *c->len);
     c->wrank = bp__alloc(a, kk * sizeof *c->wrank);
     c->keys = bp__alloc(a, kk * sizeof *c->keys);
+    c->pos = bp__alloc(a, kk * sizeof *c->pos);
     n_tp = 2 * ((size_t)nt + 1);
     tp = bp__alloc(a, n_tp * sizeof *tp);
     ids = bp__alloc(a, ((size_t)nt + 1) * sizeof *ids);
     if (!ids || !c->orig || !c->size || !c->align || !c->slo || !c->shi || !c->ov_off || !c->part_buf ||
-        !c->off || !c->minoff || !c->sol || !c->best || !c->len || !c->wrank || !c->keys || !tp || !c->fxo || !c->fxe || !c->fx_off) goto out;
+        !c->off || !c->minoff || !c->sol || !c->best || !c->len || !c->wrank || !c->keys || !c->pos || !tp || !c->fxo || !c->fxe || !c->fx_off) goto out;
     bp__assign_endpoints(iv, n, k, nf, tp, ids);
     uint64_t g = 0;
     for (uint32_t f = 0; f < nf; f++) {
@@ -748,6 +1103,7 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
         c->size[q] = x->size;
         c->len[q] = (uint64_t)x->upper - (uint64_t)x->lower;
         c->align[q] = x->alignment > 1 ? x->alignment : 1;
+        if (x->alignment > 1) c->aligned = true;
         g = sr_gcd(g, x->size);
         if (x->alignment > 1) g = sr_gcd(g, x->alignment);
     }
@@ -874,6 +1230,22 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
     }
     if (!ok) goto out;
     ok = false;
+    if (k && k <= SR_BITSET_MAX) {
+        c->W = (k + 63) / 64;
+        c->ovb = bp__calloc(a, (size_t)c->W * k, sizeof *c->ovb);
+        c->unpl = bp__calloc(a, c->W, sizeof *c->unpl);
+        if (!c->ovb || !c->unpl) goto out;
+        for (uint32_t b = 0; b < k; b++)
+            for (uint32_t e = c->ov_off[b]; e < c->ov_off[b + 1]; e++)
+                c->ovb[(size_t)b * c->W + (c->ov[e] >> 6)] |= UINT64_C(1) << (c->ov[e] & 63);
+        if (c->sec_buf) {
+            c->secb = bp__calloc(a, (size_t)c->W * c->n_sec, sizeof *c->secb);
+            if (!c->secb) goto out;
+            for (uint32_t b = 0; b < k; b++)
+                for (uint32_t s = c->slo[b]; s < c->shi[b]; s++)
+                    c->secb[(size_t)s * c->W + (b >> 6)] |= UINT64_C(1) << (b & 63);
+        }
+    }
     /* parts: split at boundaries no buffer crosses */
     {
         c->parts = bp__calloc(a, c->n_sec + 1, sizeof *c->parts);
@@ -984,10 +1356,15 @@ bp_status bp__assign_search_ex(const bp_interval *iv, size_t n, const bp_assign_
     }
     uint64_t LB = sr_global_lo(&c), UB = sr_global_best(&c);
     if (LB < lb0) LB = lb0;
+    /* no arena ends below a pre-placed buffer (max-live can: without this
+     * a probe under it "fits" every part but never lowers the incumbent,
+     * and the probes repeated until the time limit) */
+    if (LB < c.ftop) LB = c.ftop;
     c.show_lb = LB; c.show_ub = UB;
     int64_t limit = (int64_t)(c.k > 64 ? c.k : 64);
     int fits = -1;
     bool done = false;
+    if (capacity && LB > capacity) { fits = 0; done = true; }
     while (!done && !c.timed_out && !c.oom) {
         limit = limit > INT64_MAX / 2 ? INT64_MAX : limit * 2;
         if (capacity) {
@@ -999,6 +1376,10 @@ bp_status bp__assign_search_ex(const bp_interval *iv, size_t n, const bp_assign_
             }
             continue;
         }
+        /* the bound can meet the incumbent before any probe (a part's grid
+         * rounding, a pre-placed buffer on top): then there is nothing to
+         * probe, and the loop would spin without spending a node */
+        if (LB >= UB) break;
         /* probes: the bound, the middle, just below the incumbent */
         uint64_t probes[3];
         int np = 0;

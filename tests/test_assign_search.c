@@ -347,6 +347,92 @@ static void test_node_budget(void)
             cut, gap, raised);
 }
 
+/* A pre-placed buffer above everything else: the arena is its end, far
+ * above max-live.  Search proves it at once (it used to probe below it
+ * until the time limit: every part fit, the incumbent never dropped), and
+ * a capacity below that end does not fit. */
+static void test_obstacle_on_top(void)
+{
+    bp_interval iv[3] = {
+        {0, 2, 10, 0, BP_NO_OFFSET}, {0, 2, 10, 0, BP_NO_OFFSET}, {0, 1, 5, 0, 100},
+    };
+    uint64_t off[3];
+    bp_assign_result r;
+    bp_error e;
+    CHECK_OK(budget_run(iv, 3, 100000, off, &r, &e), e);
+    CHECK_OK(bp_intervals_check(iv, 3, off, r.arena_bytes, &e), e);
+    CHECK_MSG(r.arena_bytes == 105 && r.optimal && r.lower_bound == 105, "arena %llu, bound %llu, optimal %d",
+              (ull)r.arena_bytes, (ull)r.lower_bound, r.optimal);
+    bp_assign_options o;
+    bp_assign_options_init(&o);
+    o.capacity = 50;
+    CHECK_OK(bp_assign_intervals(iv, 3, BP_ASSIGN_SEARCH, &o, off, &r, &e), e);
+    CHECK_MSG(r.fits == 0, "capacity 50 under an obstacle ending at 105: fits=%d", r.fits);
+}
+
+/* Above 4,096 buffers search keeps no bitsets and walks overlap lists
+ * instead (sr_place, sr_sections_ok_inc); debug builds check every
+ * incremental section test against the full one.  900 random instances of
+ * 4-7 buffers (a third aligned), each in its own time window, so they
+ * are independent parts: the optimum is the largest brute-force optimum,
+ * and search must reach it and prove it.  The first one whose optimum is
+ * above its max-live gets sizes and alignments times 128 (its optimum
+ * too: a canonical packing's offsets are sums of sizes, aligned up), so
+ * the whole instance has its optimum above max-live and search has to
+ * exhaust a tree. */
+static void test_many_parts(void)
+{
+    enum { COPIES = 900, M = 7 };
+    ull seed = 777;
+    bp_interval *iv = calloc(COPIES * M, sizeof *iv);
+    uint64_t *off = calloc(COPIES * M, sizeof *off);
+    REQUIRE(iv && off);
+    size_t n = 0;
+    uint64_t opt = 0;
+    int gaps = 0, scaled = 0;
+    for (int cp = 0; cp < COPIES; cp++) {
+        bp_interval *x = iv + n;
+        size_t m = 4 + test_rand(&seed) % (M - 3);
+        int64_t span = 3 + (int64_t)(test_rand(&seed) % 6), base = (int64_t)cp * 100;
+        for (size_t i = 0; i < m; i++) {
+            int64_t lo = (int64_t)(test_rand(&seed) % (ull)span);
+            x[i].lower = base + lo;
+            x[i].upper = base + lo + 1 + (int64_t)(test_rand(&seed) % (ull)span);
+            x[i].size = 1 + test_rand(&seed) % 6;
+            x[i].alignment = cp % 3 == 0 ? 1ull << (test_rand(&seed) % 3) : 0;
+            x[i].fixed_offset = BP_NO_OFFSET;
+        }
+        uint64_t best = 1, bo[M];
+        for (size_t i = 0; i < m; i++) best += 2 * x[i].size + 8;
+        brute(x, m, 0, bo, 0, &best);
+        if (best > bp_intervals_max_live(x, m)) {
+            gaps++;
+            if (!scaled) {
+                for (size_t i = 0; i < m; i++) {
+                    x[i].size *= 128;
+                    if (x[i].alignment > 1) x[i].alignment *= 128;
+                }
+                best *= 128;
+                scaled = 1;
+            }
+        }
+        if (best > opt) opt = best;
+        n += m;
+    }
+    REQUIRE(n > 4096 && scaled);
+    bp_assign_result r;
+    bp_error e;
+    CHECK_OK(budget_run(iv, n, 2000000, off, &r, &e), e);
+    CHECK_OK(bp_intervals_check(iv, n, off, r.arena_bytes, &e), e);
+    CHECK_MSG(r.arena_bytes == opt && r.optimal, "%zu buffers: arena %llu (optimum %llu), optimal %d", n,
+              (ull)r.arena_bytes, (ull)opt, r.optimal);
+    CHECK_MSG(r.nodes > 0, "bestfit alone solved it: the search path is not tested");
+    fprintf(stderr, "many parts: %zu buffers, %d parts above max-live, arena %llu, %llu nodes\n", n, gaps,
+            (ull)r.arena_bytes, (ull)r.nodes);
+    free(iv);
+    free(off);
+}
+
 /* MiniMalloc's instance I (374 buffers): search packs it at its lower
  * bound, 2^20, within a node budget (it stayed 3-6% above it before
  * sub-parts were re-ranked by the sizes left in their sections). */
@@ -375,6 +461,8 @@ static void test_minimalloc_I(void)
 int main(void)
 {
     test_minimalloc_I();
+    test_many_parts();
+    test_obstacle_on_top();
     test_node_budget();
     test_deep();
     test_brute_force();
