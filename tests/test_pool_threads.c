@@ -9,7 +9,8 @@
  * freed; a third of the blocks are handed to the other thread through a
  * mutex-protected mailbox and freed there (cross-thread frees).  A small
  * compaction interval and a byte limit force merging, borrowing and growth
- * while the other thread is on the common path.  At the end the pool's
+ * while the other thread is on the common path (sizes up to 8 MiB grow the
+ * large region, one per arena).  At the end the pool's
  * invariants and counters must hold exactly. */
 #include "bufplan.h"
 #include "check.h"
@@ -103,7 +104,7 @@ static void *worker(void *vp)
         for (int i = 0; i < nin; i++) release(a, &in[i]);
 
         if (n < LIVE && (n == 0 || test_rand(&rs) % 2)) {
-            int k = (int)(test_rand(&rs) % 12);
+            int k = (int)(test_rand(&rs) % 13); /* up to 8 MiB: the large region too */
             uint64_t lo = bp_pool_class_min(k), size = 1 + test_rand(&rs) % (lo * 2);
             void *p = NULL;
             bp_status st = a->local && test_rand(&rs) % 4 ? bp_pool_local_alloc(a->local, size, &p, &err)

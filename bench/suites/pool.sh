@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh pool [--quick] — bufplan's pool against glibc, jemalloc, mimalloc
+# bench/run.sh pool [--quick] [--synthetic] — bufplan's pool against glibc, jemalloc, mimalloc
 # and tcmalloc, side by side: alloc/free traces replayed by 1 and 2 threads.
 # One command prints the whole table (BP_BUILD = a Release build, BP_DATA =
 # the shared data; bench/run.sh sets both).
@@ -10,11 +10,13 @@
 # its own copy of the trace on the same allocator.  "pool" is the pool through
 # one bp_pool_local handle per thread (what a user does on each worker
 # thread); "pool-plain" is bp_pool_alloc / bp_pool_dealloc.  The ratios use
-# "pool".  Ends with the pool's fragmentation drift over a long synthetic
-# trace and the machine's load.
+# "pool".  Ends with the pool's fragmentation drift over long synthetic
+# traces (three seeds: one trace is a random walk, see docs/POOL.md) and the
+# machine's load.  --synthetic: only the synthetic rows and the drift lines
+# (the large-request behaviour, in about a minute).
 set -uo pipefail
-quick=0
-for a in "$@"; do [ "$a" = --quick ] && quick=1; done
+quick=0; syn_only=0
+for a in "$@"; do [ "$a" = --quick ] && quick=1; [ "$a" = --synthetic ] && syn_only=1; done
 B="${BP_BUILD:?}"
 bin="$B/bench/pool"
 data="${BP_DATA:-/nonexistent}"
@@ -35,7 +37,9 @@ for a in glibc jemalloc mimalloc tcmalloc; do [ -x "$bin/pool_replay_$a" ] && al
 
 traces=()
 "$bin/pool_trace" synthetic 1 "$syn_events" > "$work/synthetic.csv" && traces+=("synthetic")
+[ $syn_only = 1 ] && onnx=()
 for g in resnet50 transformer randwire; do
+  [ $syn_only = 1 ] && break
   "$bin/pool_trace" graph "$g" > "$work/$g.csv" && traces+=("$g")
 done
 for m in "${onnx[@]}"; do
@@ -98,12 +102,14 @@ echo "CPU ns/call: the threads' CPU time per call in the best round (CLOCK_THREA
 echo "peak MiB: growth of peak RSS over the warm-up replay, which writes every page of every block (memory taken from the OS and used)."
 echo "footprint MiB: growth of peak RSS over the whole run, after one more replay at the end that writes every page (the steady state's memory; the timed rounds write only first bytes)."
 echo "OS calls: mmap/munmap/mremap/madvise/brk/mprotect calls of the process during the timed rounds (perf tracepoints); for the pool, its own backend calls in parentheses."
-"$bin/pool_trace" synthetic 7 "$drift_events" > "$work/drift.csv"
-for mode in "" --plain; do
-  # --no-touch: the drift lines read the pool's own counters, not RSS
-  out="$("$bin/pool_replay_pool" "$work/drift.csv" $mode --no-touch --iters 1 --rounds 1 --frag-at 10000 | tail -1)"
-  echo
-  echo "Drift, pool${mode:+ ($mode)}, one synthetic trace of $drift_events events: after 10k events fragmentation $(echo " $out" | field frag_early), reserved/peak-in-use $(echo " $out" | field overhead_early); after the whole trace (replayed twice) fragmentation $(echo " $out" | field frag_late), reserved/peak-in-use $(echo " $out" | field overhead_late)."
+for seed in 7 8 9; do
+  "$bin/pool_trace" synthetic $seed "$drift_events" > "$work/drift.csv"
+  for mode in "" --plain; do
+    # --no-touch: the drift lines read the pool's own counters, not RSS
+    out="$("$bin/pool_replay_pool" "$work/drift.csv" $mode --no-touch --iters 1 --rounds 1 --frag-at 10000 | tail -1)"
+    echo
+    echo "Drift, pool${mode:+ ($mode)}, synthetic trace (seed $seed) of $drift_events events: after 10k events fragmentation $(echo " $out" | field frag_early), reserved/peak-in-use $(echo " $out" | field overhead_early); after the whole trace (replayed four times) fragmentation $(echo " $out" | field frag_late), reserved/peak-in-use $(echo " $out" | field overhead_late); backend calls after the first two replays $(echo " $out" | field pool_os_calls_after_warmup)."
+  done
 done
 echo
 echo "Load average (1, 5, 15 min): $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(nproc) CPUs; $(( $(date +%s) - t_start )) s."
