@@ -26,12 +26,16 @@
  * 2,000 intervals; above, the greedy alone as before), randomised
  * skyline constructions that fill the lowest stretch with the set of
  * buffers that covers it best, stopped early by a waste bound (only two
- * size-ordered runs precede them), then the canonical
- * greedy (assign_greedy.c: skyline packing, lowest floor first, static
- * priorities, squeaky wheel) on a small budget; with fixed offsets, the canonical greedy with its
- * squeaky-wheel passes, then an iterated greedy over placement orders.
- * This brings the MiniMalloc instances from ~1.07-1.19 to ~1.00-1.10 x the
- * best known (docs/BENCHMARKS.md).  Search's incumbent phase (quality mode) runs the greedy on
+ * size-ordered runs precede them), then decision probes of search's
+ * depth-first search (bp__assign_search_probe: max-live first, then 1%,
+ * 2%, ... below the arena) on a node budget that shrinks with the square
+ * of the size (a dive is ~m nodes of O(m) work); with fixed offsets (or
+ * too many overlapping pairs for the skyline), the canonical greedy
+ * (assign_greedy.c: skyline packing, lowest floor first, static
+ * priorities, squeaky wheel) with its squeaky-wheel passes, then an
+ * iterated greedy over placement orders.  This brings the MiniMalloc
+ * instances from ~1.07-1.19 to ~1.00-1.10 x the best known, F and H to
+ * their bound (docs/BENCHMARKS.md).  Search's incumbent phase (quality mode) runs the greedy on
  * its larger budget (up to 200,000 intervals) until its deadline, without
  * the improvement phase.
  *
@@ -76,9 +80,18 @@
  * which then runs on its own budget as before. */
 #define BF_SKYLINE_MAX 2000u
 #define BF_IMPROVE_WORK 600000u
-/* after the skyline: the greedy on a small budget (a few passes: it still
- * wins on some inputs, e.g. MiniMalloc's D and densenet121) */
-#define BF_GREEDY_WORK_AFTER 40000u
+/* After the skyline: decision probes of search (bp__assign_search_probe)
+ * on BF_PROBE_WORK / m^2 nodes (at most BF_PROBE_MAX_NODES; none when that
+ * is less than m, one dive): max-live with
+ * the static orders TCA then TWA, then up to BF_PROBE_LADDER capacities
+ * 1%, 2%, ... below the arena with TWA.  (The canonical greedy that used to
+ * follow the skyline on 40,000 units no longer improved any MiniMalloc or
+ * ONNX instance and cost 1-3 ms.) */
+#define BF_PROBE_WORK UINT64_C(45000000)
+#define BF_PROBE_MAX_NODES UINT64_C(600)
+#define BF_PROBE_LADDER 8
+#define BF_PROBE_ORDER_A 3   /* TCA */
+#define BF_PROBE_ORDER_B 2   /* TWA */
 #define BF_IMPROVE_WORK_FIXED 300000u
 /* ... scaled down for tiny inputs (a few thousand units per interval is
  * plenty there, and search calls bestfit on every sub-problem it tries) */
@@ -696,19 +709,42 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         }
     }
     /* Small inputs: the improvement phase (assign_improve.c).  Without
-     * pre-placed buffers its skyline constructions run first and the
-     * canonical greedy gets a small budget after them; with them, the
-     * greedy runs and the search over orders follows.  Search's incumbent
-     * phase (quality) runs the greedy only, as before. */
-    bool greedy_done = false;
+     * pre-placed buffers its skyline constructions run first, then search's
+     * decision probes; otherwise (pre-placed buffers, or too many
+     * overlapping pairs for the skyline) the canonical greedy runs and, with
+     * pre-placed buffers, the search over orders follows.  Search's
+     * incumbent phase (quality) runs the greedy only, as before. */
+    bool sky = false;   /* the skyline constructions ran */
     if (best > lb && !quality && n_free == m && n_free <= BF_SKYLINE_MAX) {
         int g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, bf_improve_work(n, BF_IMPROVE_WORK), 0, offsets, &best);
         if (g < 0) goto oom;
-        greedy_done = g == 0;
+        sky = g == 0;
     }
-    if (best > lb && n_free <= (quality ? BF_GREEDY_MAX_SEARCH : BF_GREEDY_MAX) &&
+    /* Then decision probes of search's depth-first search at max-live (it
+     * finds the packings at the bound that the constructions miss on
+     * MiniMalloc's F and H within ~400 nodes), then just below the
+     * arena.  A dive from the root costs about m nodes of O(m) work each,
+     * so the budget is BF_PROBE_WORK / m^2 nodes, at most 600: ~450-510
+     * on F-H (~300 intervals); none above 356 intervals (budget < m). */
+    if (best > lb && sky) {
+        uint64_t mm = (uint64_t)m * m, budget = BF_PROBE_WORK / (mm ? mm : 1);
+        if (budget > BF_PROBE_MAX_NODES) budget = BF_PROBE_MAX_NODES;
+        bp__probe steps[2 + BF_PROBE_LADDER];
+        int ns = 0;
+        steps[ns++] = (bp__probe){ lb, BF_PROBE_ORDER_A, (int64_t)m * 2 };
+        steps[ns++] = (bp__probe){ lb, BF_PROBE_ORDER_B, (int64_t)m * 8 };
+        for (uint64_t p = 1; p <= BF_PROBE_LADDER; p++) {
+            uint64_t cap = best - best / 100 * p;
+            if (cap <= lb) break;
+            steps[ns++] = (bp__probe){ cap, BF_PROBE_ORDER_B, (int64_t)m * 2 };
+        }
+        /* fewer nodes than one dive finds nothing (and the setup alone,
+         * O(m + overlaps), costs ~2 ms on J): skip */
+        if (budget >= m && bp__assign_search_probe(a, iv, n, steps, ns, budget, offsets, &best, NULL) < 0) goto oom;
+    }
+    if (best > lb && !sky && n_free <= (quality ? BF_GREEDY_MAX_SEARCH : BF_GREEDY_MAX) &&
         (!deadline || bp__now() < deadline)) {
-        uint64_t wk = quality ? BF_GREEDY_WORK_SEARCH : greedy_done ? BF_GREEDY_WORK_AFTER : BF_GREEDY_WORK;
+        uint64_t wk = quality ? BF_GREEDY_WORK_SEARCH : BF_GREEDY_WORK;
         int g = bp__assign_greedy(a, iv, n, lb, wk, deadline, offsets, &best);
         if (g < 0) goto oom;
         if (best > lb && !quality && n_free < m) {

@@ -64,4 +64,20 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
 bp_status bp__assign_search_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, uint64_t max_nodes,
                                uint64_t *offsets, bp_assign_result *res, bp_error *err);
 
+/* Decision probes of search's depth-first search, for bestfit
+ * (assign_search.c).  A step decides "does everything fit under cap?" with
+ * one of search's static orders (0 WAT, 1 TAW, 2 TWA, 3 TCA: MiniMalloc's
+ * tie-break keys) and at most `limit` nodes per independent part. */
+typedef struct bp__probe { uint64_t cap; int order; int64_t limit; } bp__probe;
+
+/* From the packing in offsets[] (all n; *arena its arena; no pre-placed
+ * buffers needed but allowed), runs the steps in order, skipping those whose
+ * capacity is not below the current arena or is ruled out (an exhausted
+ * tree rules out its capacity and every lower one); at most max_nodes nodes
+ * in all (0 = no cap).  A packing found replaces offsets[] and *arena.
+ * Deterministic (no clock).  *nodes (if not NULL) gets the nodes spent.
+ * Returns 0, or -1 out of memory. */
+int bp__assign_search_probe(const bp_allocator *a, const bp_interval *iv, size_t n, const bp__probe *steps,
+                            int n_steps, uint64_t max_nodes, uint64_t *offsets, uint64_t *arena, uint64_t *nodes);
+
 #endif

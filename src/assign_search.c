@@ -1291,6 +1291,63 @@ out:
     return ok;
 }
 
+/* Each part's incumbent from the caller's offsets, and its bound: its
+ * max-live rounded up to the grid g (never above the incumbent). */
+static void sr_seed_parts(sr_ctx *c, const uint64_t *offsets)
+{
+    for (uint32_t pi = 0; pi < c->n_parts; pi++) {
+        sr_part *p = &c->parts[pi];
+        uint64_t hgt = 0, ml = 0;
+        for (uint32_t q = p->b0; q < p->b1; q++) {
+            uint32_t b = c->part_buf[q];
+            c->best[b] = offsets[c->orig[b]];
+            if (c->best[b] + c->size[b] > hgt) hgt = c->best[b] + c->size[b];
+        }
+        for (uint32_t s = p->s0; s < p->s1; s++) if (c->sec_total0[s] > ml) ml = c->sec_total0[s];
+        p->best = hgt;
+        p->lo = (ml + c->g - 1) / c->g * c->g;
+        if (p->lo > p->best) p->lo = p->best;
+    }
+}
+
+/* Decision probes for bestfit (declared in assign_internal.h).  No incumbent
+ * phase and no call to bestfit: the parts start from the packing in
+ * offsets[] and their max-live bounds, then each step decides its capacity
+ * (if below the current arena and not ruled out) with its static order and
+ * node limit per part; an exhausted tree rules out that capacity and every
+ * lower one.  max_nodes bounds the nodes of all steps together. */
+int bp__assign_search_probe(const bp_allocator *a, const bp_interval *iv, size_t n, const bp__probe *steps,
+                            int n_steps, uint64_t max_nodes, uint64_t *offsets, uint64_t *arena, uint64_t *nodes)
+{
+    if (nodes) *nodes = 0;
+    uint32_t k0, nf0;
+    bp__assign_count(iv, n, &k0, &nf0);
+    if (!k0) return 0;   /* nothing to place */
+    sr_ctx c;
+    memset(&c, 0, sizeof c);
+    c.a = a;
+    if (!sr_build(&c, iv, n)) { sr_free(&c); return -1; }
+    c.max_nodes = max_nodes ? max_nodes : UINT64_MAX;
+    sr_seed_parts(&c, offsets);
+    uint64_t UB = sr_global_best(&c), LB = sr_global_lo(&c);
+    if (LB < c.ftop) LB = c.ftop;
+    for (int i = 0; i < n_steps && !c.timed_out && !c.oom && LB < UB; i++) {
+        uint64_t cap = steps[i].cap / c.g * c.g;   /* canonical heights are multiples of g */
+        if (cap < LB || cap >= UB || steps[i].order < 0 || steps[i].order >= c.n_heur) continue;
+        int r = sr_decide(&c, cap, steps[i].order, steps[i].limit);
+        if (r == SR_FOUND) UB = sr_global_best(&c);
+        else if (r == SR_INFEASIBLE) LB = cap + c.g;
+    }
+    int ret = c.oom ? -1 : 0;
+    if (!c.oom && UB < *arena) {
+        for (uint32_t b = 0; b < c.k; b++) offsets[c.orig[b]] = c.best[b];
+        *arena = UB;
+    }
+    if (nodes) *nodes = c.nodes;
+    sr_free(&c);
+    return ret;
+}
+
 bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_options *o,
                             uint64_t *offsets, bp_assign_result *res, bp_error *err)
 {
@@ -1341,19 +1398,7 @@ bp_status bp__assign_search_ex(const bp_interval *iv, size_t n, const bp_assign_
     c.last_print = t0;
 
     /* per-part incumbents (from bestfit's offsets) and bounds */
-    for (uint32_t pi = 0; pi < c.n_parts; pi++) {
-        sr_part *p = &c.parts[pi];
-        uint64_t hgt = 0, ml = 0;
-        for (uint32_t q = p->b0; q < p->b1; q++) {
-            uint32_t b = c.part_buf[q];
-            c.best[b] = offsets[c.orig[b]];
-            if (c.best[b] + c.size[b] > hgt) hgt = c.best[b] + c.size[b];
-        }
-        for (uint32_t s = p->s0; s < p->s1; s++) if (c.sec_total0[s] > ml) ml = c.sec_total0[s];
-        p->best = hgt;
-        p->lo = (ml + c.g - 1) / c.g * c.g;
-        if (p->lo > p->best) p->lo = p->best;
-    }
+    sr_seed_parts(&c, offsets);
     uint64_t LB = sr_global_lo(&c), UB = sr_global_best(&c);
     if (LB < lb0) LB = lb0;
     /* no arena ends below a pre-placed buffer (max-live can: without this

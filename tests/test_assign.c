@@ -503,6 +503,23 @@ static uint64_t perm_opt(const bp_interval *iv, size_t n, size_t *ord, size_t de
     return best;
 }
 
+/* The optimum arena of a tiny instance by brute force (perm_opt over the
+ * free intervals, pre-placed ones at their offsets); ord, bo: scratch of n. */
+static uint64_t brute_opt(const bp_interval *iv, size_t n, size_t *ord, uint64_t *bo)
+{
+    size_t nfree = 0;
+    uint64_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!iv[i].size) { bo[i] = 0; continue; }
+        if (iv[i].fixed_offset == BP_NO_OFFSET) ord[nfree++] = i;
+        else {
+            bo[i] = iv[i].fixed_offset;
+            if (iv[i].fixed_offset + iv[i].size > top) top = iv[i].fixed_offset + iv[i].size;
+        }
+    }
+    return perm_opt(iv, n, ord, 0, nfree, bo, top, UINT64_MAX);
+}
+
 /* Tiny instances (up to 7 intervals, with and without pre-placed ones):
  * the improvement phase and bestfit never go below the brute-force optimum,
  * the phase never above its start. */
@@ -524,17 +541,8 @@ static void test_improve_oracle(void)
                 iv[i] = mk(lo, lo + len, 2 + test_rand(&seed) % 7);
             }
         }
-        size_t nfree = 0;
-        uint64_t top = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (!iv[i].size) { off[i] = 0; bo[i] = 0; continue; }
-            if (iv[i].fixed_offset == BP_NO_OFFSET) ord[nfree++] = i;
-            else {
-                bo[i] = iv[i].fixed_offset;
-                if (iv[i].fixed_offset + iv[i].size > top) top = iv[i].fixed_offset + iv[i].size;
-            }
-        }
-        uint64_t opt = perm_opt(iv, n, ord, 0, nfree, bo, top, UINT64_MAX);
+        for (size_t i = 0; i < n; i++) if (!iv[i].size) off[i] = 0;
+        uint64_t opt = brute_opt(iv, n, ord, bo);
         uint64_t lb = improve_lb(iv, n);
         uint64_t ar0 = improve_start(iv, n, lb, off), ar = ar0;
         CHECK_MSG(ar0 >= opt, "round %d: greedy %llu below the optimum %llu", round, (ull)ar0, (ull)opt);
@@ -552,6 +560,109 @@ static void test_improve_oracle(void)
     }
     /* (the greedy is optimal on nearly all of them: no quota on hits) */
     fprintf(stderr, "improvement phase: optimum on %d of %d tiny instances where the greedy missed it\n", hit, rounds);
+}
+
+/* Decision probes (bp__assign_search_probe, bestfit's last phase) on tiny
+ * random instances (with and without pre-placed intervals and alignments)
+ * against the brute-force optimum: with every static order, a probe at the
+ * optimum without a node limit finds a packing of exactly that height and
+ * one just below it finds none; a node-budgeted ladder as bestfit runs it
+ * returns a verified layout, never above its start, the same on a second
+ * run. */
+static void test_probe_oracle(void)
+{
+    ull seed = 31337;
+    bp_interval iv[7];
+    uint64_t start[7], off[7], off2[7], bo[7];
+    size_t ord[7];
+    int lowered = 0;
+    for (int round = 0; round < 800; round++) {
+        size_t n = 2 + test_rand(&seed) % 6;
+        random_instance(&seed, iv, n, round % 2);
+        uint64_t opt = brute_opt(iv, n, ord, bo);
+        uint64_t lb = improve_lb(iv, n);
+        /* a poor start (naive) so that the probes have room */
+        bp_assign_result r0;
+        bp_error e;
+        memset(&r0, 0, sizeof r0);
+        CHECK_OK(bp_assign_intervals(iv, n, BP_ASSIGN_NAIVE, NULL, start, &r0, &e), e);
+        uint64_t ar0 = r0.arena_bytes;
+        for (int h = 0; h < 4; h++) {
+            bp__probe at = { opt, h, INT64_MAX }, below = { opt ? opt - 1 : 0, h, INT64_MAX };
+            uint64_t ar = ar0;
+            memcpy(off, start, n * sizeof *off);
+            CHECK(bp__assign_search_probe(&bp__libc_allocator, iv, n, &at, 1, 0, off, &ar, NULL) == 0);
+            CHECK_MSG(ar == (ar0 < opt ? ar0 : opt), "round %d order %d: probe at the optimum %llu gave %llu (start %llu)",
+                      round, h, (ull)opt, (ull)ar, (ull)ar0);
+            CHECK_MSG(brute_valid(iv, n, off), "round %d order %d: pairwise check fails", round, h);
+            CHECK_OK(bp_intervals_check(iv, n, off, ar, &e), e);
+            ar = ar0;
+            memcpy(off, start, n * sizeof *off);
+            CHECK(bp__assign_search_probe(&bp__libc_allocator, iv, n, &below, opt > 0, 0, off, &ar, NULL) == 0);
+            CHECK_MSG(ar == ar0 && !memcmp(off, start, n * sizeof *off), "round %d order %d: below the optimum %llu: %llu",
+                      round, h, (ull)opt, (ull)ar);
+        }
+        /* bestfit's ladder on a small budget */
+        bp__probe steps[6] = { { lb, 3, 8 }, { lb, 2, 30 } };
+        for (int p = 1; p <= 4; p++) steps[1 + p] = (bp__probe){ ar0 - ar0 / 8 * (uint64_t)p, 2, 10 };
+        uint64_t ar = ar0, ar2 = ar0, nodes = 0;
+        memcpy(off, start, n * sizeof *off);
+        memcpy(off2, start, n * sizeof *off2);
+        CHECK(bp__assign_search_probe(&bp__libc_allocator, iv, n, steps, 6, 40, off, &ar, &nodes) == 0);
+        CHECK(bp__assign_search_probe(&bp__libc_allocator, iv, n, steps, 6, 40, off2, &ar2, NULL) == 0);
+        CHECK_MSG(nodes <= 40, "round %d: %llu nodes, budget 40", round, (ull)nodes);
+        CHECK_MSG(ar <= ar0 && ar >= opt, "round %d: ladder %llu, start %llu, optimum %llu", round, (ull)ar, (ull)ar0, (ull)opt);
+        CHECK_MSG(ar == ar2 && !memcmp(off, off2, n * sizeof *off), "round %d: two runs differ", round);
+        uint64_t real = 0;
+        for (size_t i = 0; i < n; i++) if (iv[i].size && off[i] + iv[i].size > real) real = off[i] + iv[i].size;
+        CHECK_MSG(real == ar || (ar == ar0 && !memcmp(off, start, n * sizeof *off)), "round %d: arena %llu, offsets say %llu",
+                  round, (ull)ar, (ull)real);
+        CHECK(brute_valid(iv, n, off));
+        CHECK_OK(bp_intervals_check(iv, n, off, ar, &e), e);
+        lowered += ar < ar0;
+    }
+    CHECK_MSG(lowered > 100, "the budgeted probes lowered only %d of 800 arenas", lowered);
+    fprintf(stderr, "probes: the budgeted ladder lowered %d of 800 naive arenas\n", lowered);
+}
+
+/* Every allocation of a probe fails in turn (with and without pre-placed
+ * intervals): -1 when one failed, nothing left allocated, every free with
+ * its allocation's size; otherwise the same result as without faults. */
+static void test_probe_faults(void)
+{
+    for (int fixed = 0; fixed < 2; fixed++) {
+        ull seed = 5 + (ull)fixed;
+        enum { N = 30 };
+        bp_interval iv[N];
+        uint64_t start[N], off[N], ref[N];
+        random_instance(&seed, iv, N, 0);
+        if (fixed) { iv[0].fixed_offset = 0; iv[1].fixed_offset = iv[0].size; }
+        bp_assign_result r0;
+        bp_error e;
+        memset(&r0, 0, sizeof r0);
+        CHECK_OK(bp_assign_intervals(iv, N, BP_ASSIGN_NAIVE, NULL, start, &r0, &e), e);
+        uint64_t lb = improve_lb(iv, N);
+        bp__probe steps[3] = { { lb, 3, 50 }, { lb, 2, 50 }, { r0.arena_bytes - r0.arena_bytes / 4, 2, 200 } };
+        led l0 = {0};
+        bp_allocator a0 = { led_alloc, led_realloc, led_free, &l0 };
+        uint64_t ar_ref = r0.arena_bytes;
+        memcpy(ref, start, sizeof ref);
+        CHECK(bp__assign_search_probe(&a0, iv, N, steps, 3, 0, ref, &ar_ref, NULL) == 0);
+        CHECK(l0.blocks == 0 && l0.bytes == 0 && !l0.bad);
+        CHECK(l0.calls > 5);
+        for (unsigned long k = 1; k <= l0.calls + 1; k++) {
+            led l = { .fail_at = k };
+            bp_allocator a = { led_alloc, led_realloc, led_free, &l };
+            uint64_t ar = r0.arena_bytes;
+            memcpy(off, start, sizeof off);
+            int rc = bp__assign_search_probe(&a, iv, N, steps, 3, 0, off, &ar, NULL);
+            if (l.failed) CHECK_MSG(rc == -1 && ar == r0.arena_bytes && !memcmp(off, start, sizeof off),
+                                    "fixed %d: allocation %lu failed, rc %d", fixed, k, rc);
+            else CHECK(rc == 0 && ar == ar_ref && !memcmp(off, ref, sizeof off));
+            CHECK_MSG(l.blocks == 0 && l.bytes == 0 && !l.bad, "fixed %d: allocation %lu: %lld bytes left%s", fixed, k,
+                      l.bytes, l.bad ? ", bad free" : "");
+        }
+    }
 }
 
 /* On the MiniMalloc instances (BP_DATA): bestfit is deterministic, verified,
@@ -594,5 +705,7 @@ int main(void)
     test_improve_faults();
     test_improve_oracle();
     test_improve_minimalloc();
+    test_probe_oracle();
+    test_probe_faults();
     return check_status();
 }
