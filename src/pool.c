@@ -1166,6 +1166,8 @@ static uint32_t region_extend(bp_pool *p, parena *a, pchunk *ch, uint64_t sz, bp
     return r;
 }
 
+static void pool_chunk_move(bp_pool *p, pchunk *ch, parena *a);
+
 /* A block of at least sz bytes from arena a's region, grown or made for it
  * (off-list, state DEAD: the caller pushes and takes it under its home's
  * lock).  0 and *why = BP_OK when there is no region (the caller grows by
@@ -1176,6 +1178,22 @@ static uint32_t pool_region_grow(bp_pool *p, parena *a, uint64_t sz, bp_status *
     if (!p->vm || p->region_off) return 0;
     pchunk *ch = a->region;
     if (ch && (!ch->live || chunk_arena(ch) != a)) ch = a->region = NULL;
+    if (!ch && a != &p->shared) {
+        /* a freed handle's region (now the shared arena's) is taken over
+         * before new address space is reserved: a program that makes a
+         * handle per request would otherwise leave one region per handle,
+         * its committed memory usable only by what the shared lists serve */
+        for (size_t j = 0; j < p->n_chunks && !ch; j++) {
+            pchunk *c = p->chunks[j];
+            if (c->live && c->va && c != p->shared.region && chunk_arena(c) == &p->shared) ch = c;
+        }
+        if (ch) {
+            pool_lock_all(p);
+            pool_chunk_move(p, ch, a);
+            pool_unlock_all(p);
+            a->region = ch;
+        }
+    }
     for (int round = 0; ch && round < 3; round++) {
         uint32_t r = region_extend(p, a, ch, sz, why);
         if (r || *why != BP_OK) return r;

@@ -362,6 +362,37 @@ static void test_region(void)
     bp_pool_free(p);
 }
 
+/* Handles made and freed one after another, each needing a larger block
+ * than the last: each new handle takes over the region the previous one
+ * left in the shared arena and grows it, so the committed bytes follow the
+ * largest block, not the sum (one region per handle would commit
+ * 4 + 5 + ... + 23 MiB = 270 MiB in 20 regions). */
+static void test_region_handover(void)
+{
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+    REQUIRE(p);
+    for (int i = 0; i < 20; i++) {
+        bp_pool_local *l = NULL;
+        CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+        REQUIRE(l);
+        void *b = NULL;
+        CHECK_OK(bp_pool_local_alloc(l, (uint64_t)(4 + i) * MiB, &b, &err), err);
+        memset(b, i, (size_t)(4 + i) * MiB);
+        CHECK_OK(bp_pool_local_dealloc(l, b, &err), err);
+        bp_pool_local_free(l);
+    }
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    CHECK_MSG(s.reserved_bytes <= 30 * MiB && s.n_chunks <= 2,
+              "handle churn: %" PRIu64 " bytes reserved in %" PRIu64 " chunks for blocks of at most 23 MiB",
+              s.reserved_bytes, (uint64_t)s.n_chunks);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    CHECK(bp_pool_trim(p) > 0);
+    bp_pool_free(p);
+}
+
 /* A synthetic trace like bench/pool's (pool_trace synthetic): sizes
  * log-uniform from 256 B to 16 MiB, mostly short lifetimes (the young die
  * first), some long ones.  ev[i] > 0 allocates ev[i] bytes into slot
@@ -1473,6 +1504,7 @@ int main(void)
     test_bad_args();
     test_borrow_return();
     test_region();
+    test_region_handover();
     test_large_no_growth();
     test_merge();
     test_exhaustion();
