@@ -61,6 +61,10 @@
  * full check.  Up to 4,096 buffers, overlaps, section members and the
  * unplaced set are bitsets.  None of this changes a decision: node counts
  * and packings are those of the plain rescans (bench_assign --nodes).
+ * For bestfit's short probes (bp__assign_search_probe, a few hundred
+ * nodes) the fixed costs matter too: the overlap pairs are counted before
+ * they are stored, the candidate stack is sized for one dive up front, and
+ * sub-part re-ranking sorts with an inlined comparison, not qsort.
  *
  * The depth-first search runs on an explicit stack of frames grown with the
  * caller's allocator (sr_search): its depth is the number of buffers placed
@@ -222,40 +226,44 @@ static inline bool sr_cand_lt(const sr_cand *a, const sr_cand *b)
     return a->off < b->off || (a->off == b->off && a->rank < b->rank);
 }
 
-static void sr_cand_sift(sr_cand *a, size_t i, size_t n)
-{
-    sr_cand v = a[i];
-    for (;;) {
-        size_t j = 2 * i + 1;
-        if (j >= n) break;
-        if (j + 1 < n && sr_cand_lt(&a[j], &a[j + 1])) j++;
-        if (!sr_cand_lt(&v, &a[j])) break;
-        a[i] = a[j];
-        i = j;
+/* An in-place sort of T by LT (a strict order with no ties, so any sort
+ * gives the same order as qsort would): insertion sort up to SMALL
+ * elements, else heap sort, the comparison inlined (qsort's indirect calls
+ * cost up to 8x more on these hot paths). */
+#define SR_DEFINE_SORT(NAME, T, LT, SMALL)                                    \
+    static void NAME##_sift(T *a, size_t i, size_t n)                         \
+    {                                                                         \
+        T v = a[i];                                                           \
+        for (;;) {                                                            \
+            size_t j = 2 * i + 1;                                             \
+            if (j >= n) break;                                                \
+            if (j + 1 < n && LT(&a[j], &a[j + 1])) j++;                       \
+            if (!LT(&v, &a[j])) break;                                        \
+            a[i] = a[j];                                                      \
+            i = j;                                                            \
+        }                                                                     \
+        a[i] = v;                                                             \
+    }                                                                         \
+    static void NAME(T *a, size_t n)                                          \
+    {                                                                         \
+        if (n > (SMALL)) {                                                    \
+            for (size_t i = n / 2; i-- > 0;) NAME##_sift(a, i, n);            \
+            for (size_t m = n - 1; m > 0; m--) {                              \
+                T t = a[0]; a[0] = a[m]; a[m] = t;                            \
+                NAME##_sift(a, 0, m);                                         \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        for (size_t i = 1; i < n; i++) {                                      \
+            T v = a[i];                                                       \
+            size_t j = i;                                                     \
+            while (j > 0 && LT(&v, &a[j - 1])) { a[j] = a[j - 1]; j--; }      \
+            a[j] = v;                                                         \
+        }                                                                     \
     }
-    a[i] = v;
-}
 
-/* Keys are distinct (ranks are), so any sort gives the same order:
- * insertion sort for short lists, else heap sort (qsort's indirect
- * comparisons cost 8x more here). */
-static void sr_sort_cand(sr_cand *a, size_t n)
-{
-    if (n > 32) {
-        for (size_t i = n / 2; i-- > 0;) sr_cand_sift(a, i, n);
-        for (size_t m = n - 1; m > 0; m--) {
-            sr_cand t = a[0]; a[0] = a[m]; a[m] = t;
-            sr_cand_sift(a, 0, m);
-        }
-        return;
-    }
-    for (size_t i = 1; i < n; i++) {
-        sr_cand v = a[i];
-        size_t j = i;
-        while (j > 0 && sr_cand_lt(&v, &a[j - 1])) { a[j] = a[j - 1]; j--; }
-        a[j] = v;
-    }
-}
+/* candidates by offset, then rank (ranks are distinct) */
+SR_DEFINE_SORT(sr_sort_cand, sr_cand, sr_cand_lt, 32)
 
 /* Lowest aligned offset >= o where b misses every obstacle. */
 static uint64_t sr_adjust(const sr_ctx *c, uint32_t b, uint64_t o)
@@ -301,10 +309,19 @@ static sr_key sr_key_of(const sr_ctx *c, uint32_t b, int h, const uint64_t *tot)
     return k;
 }
 
+static inline bool sr_key_lt(const sr_key *x, const sr_key *y)
+{
+    return sr_cmp_key(x, y) < 0;
+}
+
+/* keys (the buffer index breaks ties): re-ranking split-off parts is hot
+ * in bestfit's short probes */
+SR_DEFINE_SORT(sr_sort_keys, sr_key, sr_key_lt, 24)
+
 static void sr_rank_list(sr_ctx *c, const uint32_t *list, uint32_t cnt, const uint64_t *tot)
 {
     for (uint32_t q = 0; q < cnt; q++) c->keys[q] = sr_key_of(c, list[q], c->h, tot);
-    qsort(c->keys, cnt, sizeof *c->keys, sr_cmp_key);
+    sr_sort_keys(c->keys, cnt);
     for (uint32_t r = 0; r < cnt; r++) c->wrank[c->keys[r].b] = r;
 }
 
@@ -1162,6 +1179,20 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
         uint32_t *pairs = NULL; /* (a, b) pairs of free buffers */
         uint32_t *fpairs = NULL; /* (free, obstacle) pairs */
         ok = live && where;
+        if (ok) {
+            /* count the pairs first: one allocation of the exact size
+             * instead of doubling reallocs (their copies and fresh pages
+             * were a tenth of a short probe) */
+            size_t np2 = 0, nfp = 0, lf = 0, lo = 0;   /* live free buffers / obstacles */
+            for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+                uint32_t b = tp[e].b;
+                bool fr = b < k;
+                if (tp[e].end) { if (fr) lf--; else lo--; continue; }
+                if (fr) { np2 += lf; nfp += lo; lf++; } else { nfp += lf; lo++; }
+            }
+            ok = bp__grow(a, (void **)&pairs, &cap, 2 * (np2 + nt + 1), sizeof *pairs) &&
+                 (!nf || bp__grow(a, (void **)&fpairs, &fcap, 2 * (nfp + nt + 1), sizeof *fpairs));
+        }
         for (size_t e = 0; ok && e < 2 * (size_t)nt; e++) {
             uint32_t b = tp[e].b;
             if (tp[e].end) {
@@ -1310,6 +1341,20 @@ static void sr_seed_parts(sr_ctx *c, const uint64_t *offsets)
     }
 }
 
+/* A short probe's candidate stack grows to about one dive's worth at once:
+ * size it (and the frames) for a full dive up front rather than by doubling
+ * reallocs, whose copies and fresh pages cost F-H ~0.5 ms.  (Presizing the
+ * trails and sub-part lists too made D and E slower: more fresh pages than
+ * they use.)  Only a hint: every stack still grows on demand. */
+static bool sr_presize(sr_ctx *c)
+{
+    size_t k = c->k;
+    if (k > SR_BITSET_MAX) return true;
+    size_t dive = k * (k + 1) / 2 + k;
+    return bp__grow(c->a, (void **)&c->cand, &c->cand_cap, dive, sizeof *c->cand) &&
+           bp__grow(c->a, (void **)&c->fr, &c->fr_cap, 2 * k + 2, sizeof *c->fr);
+}
+
 /* Decision probes for bestfit (declared in assign_internal.h).  No incumbent
  * phase and no call to bestfit: the parts start from the packing in
  * offsets[] and their max-live bounds, then each step decides its capacity
@@ -1326,7 +1371,7 @@ int bp__assign_search_probe(const bp_allocator *a, const bp_interval *iv, size_t
     sr_ctx c;
     memset(&c, 0, sizeof c);
     c.a = a;
-    if (!sr_build(&c, iv, n)) { sr_free(&c); return -1; }
+    if (!sr_build(&c, iv, n) || !sr_presize(&c)) { sr_free(&c); return -1; }
     c.max_nodes = max_nodes ? max_nodes : UINT64_MAX;
     sr_seed_parts(&c, offsets);
     uint64_t UB = sr_global_best(&c), LB = sr_global_lo(&c);
