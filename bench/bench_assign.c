@@ -88,19 +88,34 @@ static int list_csv(const char *dir, const char *only, char *names[256])
     return nn;
 }
 
+/* Reads instance dir/name (a name from list_csv, freed here) and its name
+ * without ".csv" into base; NULL after printing a row with the error. */
+static bp_instance *read_listed(const char *dir, char *name, char base[256])
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(base, 256, "%s", name);
+    base[strlen(base) - 4] = 0;
+    free(name);
+    bp_instance *inst;
+    bp_error e;
+    if (bp_instance_read_csv(path, NULL, &inst, &e) != BP_OK) {
+        printf("| %s | error: %s |\n", base, e.msg);
+        return NULL;
+    }
+    return inst;
+}
+
 static void run_dir(const char *dir, int is_onnx, double limit, const char *only)
 {
     char *names[256];
     int nn = list_csv(dir, only, names);
     if (nn < 0) return;
     for (int f = 0; f < nn; f++) {
-        char path[4096], base[256];
-        snprintf(path, sizeof path, "%s/%s", dir, names[f]);
-        snprintf(base, sizeof base, "%s", names[f]);
-        base[strlen(base) - 4] = 0;
-        bp_instance *inst;
+        char base[256];
+        bp_instance *inst = read_listed(dir, names[f], base);
+        if (!inst) continue;
         bp_error e;
-        if (bp_instance_read_csv(path, NULL, &inst, &e) != BP_OK) { printf("| %s | error: %s |\n", base, e.msg); continue; }
         uint64_t *off = calloc(inst->n ? inst->n : 1, sizeof *off);
         ull lb = bp_intervals_max_live(inst->iv, inst->n);
         ull best = lookup_best(base, lb, is_onnx);
@@ -139,7 +154,6 @@ static void run_dir(const char *dir, int is_onnx, double limit, const char *only
         fflush(stdout);
         free(off);
         bp_instance_free(inst);
-        free(names[f]);
     }
 }
 
@@ -179,14 +193,9 @@ static void run_nodes_dir(const char *dir, const char *only, const uint64_t *bud
     int nn = list_csv(dir, only, names);
     if (nn < 0) return;
     for (int f = 0; f < nn; f++) {
-        char path[4096], base[256];
-        snprintf(path, sizeof path, "%s/%s", dir, names[f]);
-        snprintf(base, sizeof base, "%s", names[f]);
-        base[strlen(base) - 4] = 0;
-        free(names[f]);
-        bp_instance *inst;
-        bp_error e;
-        if (bp_instance_read_csv(path, NULL, &inst, &e) != BP_OK) { printf("| %s | error: %s |\n", base, e.msg); continue; }
+        char base[256];
+        bp_instance *inst = read_listed(dir, names[f], base);
+        if (!inst) continue;
         uint64_t *off = calloc(inst->n ? inst->n : 1, sizeof *off);
         bp_assign_result r0, r;
         double c0 = 0, c1 = 0;
