@@ -21,23 +21,27 @@
  * never above naive (naive's layout is taken if it were).
  *
  * Small inputs (up to 20,000 free intervals and 2M overlapping pairs) then
- * get the improvement phase (assign_improve.c) on a deterministic work
- * budget (6 x 10^5 units, ~2 ms here): without fixed offsets (and up to
- * 2,000 intervals; above, the greedy alone as before), randomised
- * skyline constructions that fill the lowest stretch with the set of
- * buffers that covers it best, stopped early by a waste bound (only two
- * size-ordered runs precede them), then decision probes of search's
- * depth-first search (bp__assign_search_probe: max-live first, then 1%,
- * 2%, ... below the arena) on a node budget that shrinks with the square
- * of the size (a dive is ~m nodes of O(m) work); with fixed offsets (or
- * too many overlapping pairs for the skyline), the canonical greedy
- * (assign_greedy.c: skyline packing, lowest floor first, static
- * priorities, squeaky wheel) with its squeaky-wheel passes, then an
- * iterated greedy over placement orders.  This brings the MiniMalloc
- * instances from ~1.07-1.19 to ~1.00-1.10 x the best known, F and H to
- * their bound (docs/BENCHMARKS.md).  Search's incumbent phase (quality mode) runs the greedy on
- * its larger budget (up to 200,000 intervals) until its deadline, without
- * the improvement phase.
+ * get more work.  Without fixed offsets and up to 2,000 intervals: one
+ * size-ordered run (a second changed no MiniMalloc or ONNX arena and cost
+ * up to 0.7 ms on J), then decision probes of search's depth-first search
+ * (bp__assign_search_probe: max-live first, then 1%, 2%, ... below the
+ * arena) on a node budget that shrinks with the square of the size (a dive
+ * is ~m nodes of O(m) work) and is at most 1.5 m: the TCA probe finds F
+ * and H at their bound within ~1.3 m nodes, and running it first spares
+ * them the rest (3.5 -> 0.8 ms); more nodes were spent in vain on B, D, E,
+ * G.  Then the improvement phase (assign_improve.c) on a deterministic
+ * work budget (7.2 x 10^5 units, ~2.5 ms here): randomised skyline
+ * constructions that fill the lowest stretch with the set of buffers that
+ * covers it best, stopped early by a waste bound, then ruin and recreate
+ * of the best packing's top.  With fixed offsets (or too many overlapping
+ * pairs for the skyline), the canonical greedy (assign_greedy.c: skyline
+ * packing, lowest floor first, static priorities, squeaky wheel) with its
+ * squeaky-wheel passes, then an iterated greedy over placement orders.
+ * This brings the MiniMalloc instances from ~1.07-1.19 to ~1.00-1.09 x
+ * the best known, A, B, C, F, H at their bound (docs/BENCHMARKS.md).
+ * Search's incumbent phase (quality mode) runs the greedy on its larger
+ * budget (up to 200,000 intervals) until its deadline, without the
+ * improvement phase.
  *
  * Without fixed offsets, an online best-fit pass in time order runs first,
  * whatever the size: frees come from a heap on upper, and the free gaps sit
@@ -62,8 +66,9 @@
 #define BF_SIZE_RUNS_ONE 500000u
 #define BF_SIZE_RUNS_MAX 2000000u
 /* size-ordered runs before the improvement phase (small inputs without
- * pre-placed buffers) */
-#define BF_SIZE_RUNS_SMALL 2
+ * pre-placed buffers): one (ONNX's densenet121 and resnet50 need it to
+ * reach their bound; a second changed nothing) */
+#define BF_SIZE_RUNS_SMALL 1
 /* The canonical greedy (assign_greedy.c) runs up to this many free
  * intervals in bestfit (its overlap lists cost O(n + overlaps) to build) and
  * in search's incumbent phase, with these work budgets (overlap visits). */
@@ -79,16 +84,17 @@
  * intervals: above it the budget buys too few of them to beat the greedy,
  * which then runs on its own budget as before. */
 #define BF_SKYLINE_MAX 2000u
-#define BF_IMPROVE_WORK 600000u
-/* After the skyline: decision probes of search (bp__assign_search_probe)
- * on BF_PROBE_WORK / m^2 nodes (at most BF_PROBE_MAX_NODES; none when that
- * is less than m, one dive): max-live with
+#define BF_IMPROVE_WORK 720000u
+/* Before the skyline: decision probes of search (bp__assign_search_probe)
+ * on BF_PROBE_WORK / m^2 nodes (at most BF_PROBE_MAX_NODES and
+ * BF_PROBE_PER_M / 2 x m; none when that is less than m, one dive): max-live with
  * the static orders TCA then TWA, then up to BF_PROBE_LADDER capacities
  * 1%, 2%, ... below the arena with TWA.  (The canonical greedy that used to
  * follow the skyline on 40,000 units no longer improved any MiniMalloc or
  * ONNX instance and cost 1-3 ms.) */
 #define BF_PROBE_WORK UINT64_C(45000000)
 #define BF_PROBE_MAX_NODES UINT64_C(600)
+#define BF_PROBE_PER_M 3     /* and at most 1.5 m: TCA finds F, H within ~1.3 m */
 #define BF_PROBE_LADDER 8
 #define BF_PROBE_ORDER_A 3   /* TCA */
 #define BF_PROBE_ORDER_B 2   /* TWA */
@@ -709,26 +715,26 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         }
     }
     /* Small inputs: the improvement phase (assign_improve.c).  Without
-     * pre-placed buffers its skyline constructions run first, then search's
-     * decision probes; otherwise (pre-placed buffers, or too many
+     * pre-placed buffers search's decision probes run first, then the
+     * skyline constructions; otherwise (pre-placed buffers, or too many
      * overlapping pairs for the skyline) the canonical greedy runs and, with
      * pre-placed buffers, the search over orders follows.  Search's
      * incumbent phase (quality) runs the greedy only, as before. */
-    bool sky = false;   /* the skyline constructions ran */
-    if (best > lb && !quality && n_free == m && n_free <= BF_SKYLINE_MAX) {
-        int g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, bf_improve_work(n, BF_IMPROVE_WORK), 0, offsets, &best);
-        if (g < 0) goto oom;
-        sky = g == 0;
-    }
-    /* Then decision probes of search's depth-first search at max-live (it
-     * finds the packings at the bound that the constructions miss on
-     * MiniMalloc's F and H within ~400 nodes), then just below the
-     * arena.  A dive from the root costs about m nodes of O(m) work each,
-     * so the budget is BF_PROBE_WORK / m^2 nodes, at most 600: ~450-510
-     * on F-H (~300 intervals); none above 356 intervals (budget < m). */
-    if (best > lb && sky) {
+    bool small = !quality && n_free == m && n_free <= BF_SKYLINE_MAX;
+    /* First, decision probes of search's depth-first search at max-live
+     * (they find the packings at the bound that the constructions miss on
+     * MiniMalloc's F and H within ~400 nodes, and then the constructions
+     * need not run), then just below the arena.  A dive from the root
+     * costs about m nodes of O(m) work each, so the budget is
+     * BF_PROBE_WORK / m^2 nodes, at most 600 and 1.5 m: ~445-475 on F-H
+     * (~300 intervals), 320 on D, where the TCA step takes it all; none
+     * above 356 intervals (budget < m).  A probe that finds nothing leaves
+     * offsets[] as they were, so running it before the constructions
+     * changes no result. */
+    if (best > lb && small) {
         uint64_t mm = (uint64_t)m * m, budget = BF_PROBE_WORK / (mm ? mm : 1);
         if (budget > BF_PROBE_MAX_NODES) budget = BF_PROBE_MAX_NODES;
+        if (budget > (uint64_t)m * BF_PROBE_PER_M / 2) budget = (uint64_t)m * BF_PROBE_PER_M / 2;
         bp__probe steps[2 + BF_PROBE_LADDER];
         int ns = 0;
         steps[ns++] = (bp__probe){ lb, BF_PROBE_ORDER_A, (int64_t)m * 2 };
@@ -741,6 +747,12 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         /* fewer nodes than one dive finds nothing (and the setup alone,
          * O(m + overlaps), costs ~2 ms on J): skip */
         if (budget >= m && bp__assign_search_probe(a, iv, n, steps, ns, budget, offsets, &best, NULL) < 0) goto oom;
+    }
+    bool sky = false;   /* the skyline constructions ran */
+    if (best > lb && small) {
+        int g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, bf_improve_work(n, BF_IMPROVE_WORK), 0, offsets, &best);
+        if (g < 0) goto oom;
+        sky = g == 0;
     }
     if (best > lb && !sky && n_free <= (quality ? BF_GREEDY_MAX_SEARCH : BF_GREEDY_MAX) &&
         (!deadline || bp__now() < deadline)) {

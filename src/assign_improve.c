@@ -25,6 +25,17 @@
  * small perturbation of the best construction's weights.  Unplaced buffers
  * are listed by first segment (ascending by last).
  *
+ * Ruin and recreate (the last 30% of the skyline's budget).  From the best
+ * packing, the buffers ending above a random level 20-90% below its arena
+ * are removed and placed again by a construction (random weights) whose
+ * skyline starts as the highest kept buffer over each segment: a buffer
+ * crossing the level sits above every kept one it shares time with, so no
+ * space is lost.  A packing no higher than the current one replaces it.
+ * With fresh constructions alone the gains flatten out (a construction
+ * redoes the well-packed bottom every time); re-placing only the top is
+ * ~10% cheaper per unit of work and lowered the mean over the MiniMalloc
+ * instances (16 seeds) from 1.039 to 1.036 at the same budget.
+ *
  * Orders (with pre-placed buffers).  A
  * solution is encoded as an order of the buffers; decoding places them in
  * that order, each at the lowest aligned offset where it misses the placed
@@ -204,6 +215,7 @@ typedef struct im_sky {
     uint64_t *R, *R0;            /* S: unplaced bytes live in each segment (now / at the start) */
     double *f;                   /* S + 1: the fill's best weight from each segment of the stretch on */
     uint32_t *fc;                /* S + 1: its first buffer there, UINT32_MAX = the segment stays empty */
+    uint8_t *keep;               /* k: a recreate keeps the buffer where it was */
 } im_sky;
 
 static void im_sky_unlink(im_sky *y, uint32_t b)
@@ -232,6 +244,11 @@ static void im_sky_set(im_ctx *c, im_sky *y, uint32_t l, uint32_t u, uint64_t v)
  * w[4] noise); a pick scores it by all of them.  The first constructions
  * use fixed weights, then random ones. */
 #define IM_N_RULES 4
+/* per mille of the skyline's budget for the constructions (the rest: ruin
+ * and recreate), and the range of the ruin's depth (fraction of the arena) */
+#define IM_SKY_BUILD_SHARE 700
+#define IM_RUIN_LO 0.2
+#define IM_RUIN_HI 0.9
 #define IM_W 8
 static const double im_rules[IM_N_RULES][IM_W] = {
     {1, 0.2, 0.3, 0.3, 0, 0, 0, 0}, {1, 0.5, 0.1, 0.1, 0, 0, 0, 0},
@@ -256,23 +273,47 @@ static bool im_sky_place(im_ctx *c, im_sky *y, uint32_t b, uint64_t hm, uint64_t
 }
 
 /* One construction; writes c->off[]; returns the arena or UINT64_MAX when
- * it could not stay at or under cutoff. */
-static uint64_t im_sky_build(im_ctx *c, im_sky *y, const double *w, bool fill, uint64_t *rng, uint64_t cutoff)
+ * it could not stay at or under cutoff.  With base (a packing) it is a
+ * recreate: the buffers of base that end at or under theta keep their
+ * offsets, the skyline starts as the highest of them over each segment, and
+ * only the rest are placed again.  Nothing removed lies under that skyline
+ * (in a packing, a buffer crossing theta sits above every buffer under
+ * theta that shares a segment with it), so no space is lost. */
+static uint64_t im_sky_build(im_ctx *c, im_sky *y, const double *w, bool fill, uint64_t *rng, uint64_t cutoff,
+                             const uint64_t *base, uint64_t theta)
 {
     uint32_t k = c->k, S = y->S;
-    for (uint32_t s = 0; s < S; s++) { y->h[s] = 0; y->head[s] = UINT32_MAX; y->R[s] = y->R0[s]; }
-    for (uint32_t v = 0; v < y->P; v++) y->mn[y->P + v] = v < S ? 0 : UINT64_MAX;
+    uint64_t arena = 0;
+    uint32_t placed = 0;
+    for (uint32_t s = 0; s < S; s++) { y->h[s] = 0; y->head[s] = UINT32_MAX; y->R[s] = base ? 0 : y->R0[s]; }
+    if (base) {
+        for (uint32_t b = 0; b < k; b++) {
+            uint64_t top = base[b] + c->size[b];
+            y->keep[b] = top <= theta;
+            c->work += y->us[b] - y->ls[b];
+            if (y->keep[b]) {
+                c->off[b] = base[b];
+                for (uint32_t s = y->ls[b]; s < y->us[b]; s++) if (y->h[s] < top) y->h[s] = top;
+                if (top > arena) arena = top;
+                placed++;
+            } else {
+                for (uint32_t s = y->ls[b]; s < y->us[b]; s++) y->R[s] += c->size[b];
+            }
+        }
+        if (arena > cutoff) return UINT64_MAX;
+        for (uint32_t s = 0; s < S; s++) if (y->h[s] + y->R[s] > cutoff) return UINT64_MAX;
+    }
+    for (uint32_t v = 0; v < y->P; v++) y->mn[y->P + v] = v < S ? y->h[v] : UINT64_MAX;
     for (uint32_t v = y->P; v-- > 1;) y->mn[v] = y->mn[2 * v] < y->mn[2 * v + 1] ? y->mn[2 * v] : y->mn[2 * v + 1];
     for (uint32_t q = 0; q < k; q++) {   /* pushed by upper descending: lists come out ascending */
         uint32_t b = y->byus[q], s = y->ls[b];
+        if (base && y->keep[b]) continue;
         y->pv[b] = UINT32_MAX;
         y->nx[b] = y->head[s];
         if (y->head[s] != UINT32_MAX) y->pv[y->head[s]] = b;
         y->head[s] = b;
     }
     c->work += S + k;
-    uint64_t arena = 0;
-    uint32_t placed = 0;
     while (placed < k) {
         /* the lowest stretch [a, e), leftmost */
         uint32_t v = 1;
@@ -384,6 +425,12 @@ static void im_free(im_ctx *c)
 int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t max_pairs,
                        uint64_t work, double deadline, uint64_t *offsets, uint64_t *arena)
 {
+    return bp__assign_improve_ex(a, iv, n, lb, max_pairs, work, deadline, IM_SKY_BUILD_SHARE, offsets, arena);
+}
+
+int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t max_pairs,
+                          uint64_t work, double deadline, unsigned build_share, uint64_t *offsets, uint64_t *arena)
+{
     im_ctx c;
     memset(&c, 0, sizeof c);
     c.a = a;
@@ -434,7 +481,8 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
         y.h = bp__alloc(a, np * sizeof *y.h);
         y.P = 1;
         while (y.P < np) y.P *= 2;
-        y.mn = bp__alloc(a, 2 * (size_t)y.P * sizeof *y.mn);
+        size_t mn_cap = 2 * (size_t)y.P;   /* enough for any S <= np; P shrinks to fit S below */
+        y.mn = bp__alloc(a, mn_cap * sizeof *y.mn);
         y.head = bp__alloc(a, np * sizeof *y.head);
         y.nx = bp__alloc(a, (size_t)k * sizeof *y.nx);
         y.pv = bp__alloc(a, (size_t)k * sizeof *y.pv);
@@ -443,8 +491,9 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
         y.R0 = bp__calloc(a, np, sizeof *y.R0);
         y.f = bp__alloc(a, (np + 1) * sizeof *y.f);
         y.fc = bp__alloc(a, (np + 1) * sizeof *y.fc);
+        y.keep = bp__alloc(a, (size_t)k * sizeof *y.keep);
         bool ok = y.byus && y.mn && y.tpt && y.ls && y.us && y.h && y.head && y.nx && y.pv && y.R && y.R0 &&
-                  y.f && y.fc;
+                  y.f && y.fc && y.keep;
         if (ok) {
             /* tp[] holds the sorted end points: distinct times */
             uint32_t T = 0;
@@ -460,6 +509,8 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
             for (size_t e = 2 * (size_t)nt; e-- > 0;)
                 if (tp[e].end) y.byus[nq++] = tp[e].b;
             y.S = T - 1;
+            y.P = 1;
+            while (y.P < y.S) y.P *= 2;
             /* bytes live in each segment: a construction stops when a
              * segment's level plus its unplaced bytes passes the cutoff */
             for (uint32_t b = 0; b < k; b++)
@@ -469,7 +520,10 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
              * construction perturbs the weights of the best so far */
             double w[IM_W], bw[IM_W] = {0};
             bool have_bw = false;
-            for (uint64_t it = 0; c.work < work && best_ar > lb; it++) {
+            /* constructions on build_share per mille of the budget, then
+             * ruin and recreate on the rest */
+            uint64_t build_work = work / 1000 * (build_share < 1000 ? build_share : 1000);
+            for (uint64_t it = 0; c.work < build_work && best_ar > lb; it++) {
                 if (deadline > 0 && (it & 7) == 7 && bp__now() >= deadline) break;
                 for (int q = 0; q < IM_W; q++) {
                     double r = (double)(im_rand(&rng) >> 11) * (1.0 / 9007199254740992.0);
@@ -478,7 +532,7 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
                     else w[q] = q == 4 ? 0.3 * r : r;   /* noise: a tie-breaker, not the rule */
                 }
                 /* two fills, then a pick */
-                uint64_t ar = im_sky_build(&c, &y, w, it % 3 != 2, &rng, best_ar - 1);
+                uint64_t ar = im_sky_build(&c, &y, w, it % 3 != 2, &rng, best_ar - 1, NULL, 0);
                 if (ar < best_ar) {
                     best_ar = ar;
                     improved = true;
@@ -487,12 +541,38 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
                     have_bw = true;
                 }
             }
+            /* Ruin and recreate, from the best packing: the buffers ending
+             * above a random level (20-90% below the arena) are placed again
+             * by a construction (random weights) on top of the rest; a
+             * packing no higher replaces the current one (walks along
+             * plateaus). */
+            uint64_t cur_ar = best_ar;
+            for (uint32_t b = 0; b < k; b++) c.cur[b] = improved ? best[b] : offsets[c.orig[b]];
+            for (uint64_t it = 0; c.work < work && best_ar > lb; it++) {
+                if (deadline > 0 && (it & 7) == 7 && bp__now() >= deadline) break;
+                for (int q = 0; q < IM_W; q++) {
+                    double r = (double)(im_rand(&rng) >> 11) * (1.0 / 9007199254740992.0);
+                    w[q] = q == 4 ? 0.3 * r : r;
+                }
+                uint64_t r = im_rand(&rng);
+                double u = IM_RUIN_LO + (IM_RUIN_HI - IM_RUIN_LO) * (double)(r >> 11) * (1.0 / 9007199254740992.0);
+                uint64_t theta = cur_ar - (uint64_t)((double)cur_ar * u);
+                uint64_t ar = im_sky_build(&c, &y, w, r % 3 != 2, &rng, cur_ar, c.cur, theta);
+                if (ar == UINT64_MAX) continue;
+                memcpy(c.cur, c.off, (size_t)k * sizeof *c.cur);
+                cur_ar = ar;
+                if (ar < best_ar) {
+                    best_ar = ar;
+                    improved = true;
+                    memcpy(best, c.off, (size_t)k * sizeof *best);
+                }
+            }
         }
         bp__free(a, y.tpt, (np + 1) * sizeof *y.tpt);
         bp__free(a, y.ls, (size_t)k * sizeof *y.ls);
         bp__free(a, y.us, (size_t)k * sizeof *y.us);
         bp__free(a, y.h, np * sizeof *y.h);
-        bp__free(a, y.mn, 2 * (size_t)y.P * sizeof *y.mn);
+        bp__free(a, y.mn, mn_cap * sizeof *y.mn);
         bp__free(a, y.head, np * sizeof *y.head);
         bp__free(a, y.nx, (size_t)k * sizeof *y.nx);
         bp__free(a, y.pv, (size_t)k * sizeof *y.pv);
@@ -501,6 +581,7 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
         bp__free(a, y.R0, np * sizeof *y.R0);
         bp__free(a, y.f, (np + 1) * sizeof *y.f);
         bp__free(a, y.fc, (np + 1) * sizeof *y.fc);
+        bp__free(a, y.keep, (size_t)k * sizeof *y.keep);
         if (!ok) goto out;
     }
     /* Without pre-placed buffers the skyline had the whole budget; with

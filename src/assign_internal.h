@@ -56,6 +56,13 @@ uint64_t bp__assign_endpoints(const bp_interval *iv, size_t n, uint32_t k, uint3
 int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t max_pairs,
                        uint64_t work, double deadline, uint64_t *offsets, uint64_t *arena);
 
+/* ... with the share of the skyline's budget (per mille; no pre-placed
+ * buffers) that goes to fresh constructions, the rest to ruin and recreate
+ * from the best packing so far: 0 = ruin and recreate only, from the
+ * packing in offsets[]; bp__assign_improve passes 700. */
+int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t max_pairs,
+                          uint64_t work, double deadline, unsigned build_share, uint64_t *offsets, uint64_t *arena);
+
 /* search (assign_search.c) with a budget of max_nodes search nodes over
  * all its probes (0 = none).  With a budget the incumbent phase runs on its
  * work budgets alone (no deadline), so the result is a function of the

@@ -562,6 +562,56 @@ static void test_improve_oracle(void)
     fprintf(stderr, "improvement phase: optimum on %d of %d tiny instances where the greedy missed it\n", hit, rounds);
 }
 
+/* Ruin and recreate alone (bp__assign_improve_ex with no fresh
+ * constructions), from the naive stack (plenty to gain), on instances
+ * without pre-placed intervals (alignments and zero sizes included): tiny
+ * ones against the brute-force optimum, larger ones against max-live.  The
+ * result is a verified layout whose arena is what its offsets say, between
+ * the optimum (or max-live) and its start, the same on a second run; on
+ * most tiny ones it reaches the optimum. */
+static void test_recreate_oracle(void)
+{
+    ull seed = 31337;
+    enum { MAXN = 40 };
+    bp_interval iv[MAXN];
+    uint64_t off[MAXN], off2[MAXN], start[MAXN], bo[MAXN];
+    size_t ord[MAXN];
+    int tiny = 0, hit = 0, better = 0;
+    for (int round = 0; round < 800; round++) {
+        bool small = round % 2 == 0;
+        size_t n = small ? 2 + test_rand(&seed) % 6 : 8 + test_rand(&seed) % (MAXN - 7);
+        random_instance(&seed, iv, n, 1);
+        for (size_t i = 0; i < n; i++) iv[i].fixed_offset = BP_NO_OFFSET;
+        bp_assign_result r;
+        bp_error e;
+        CHECK_OK(bp_assign_intervals(iv, n, BP_ASSIGN_NAIVE, NULL, start, &r, &e), e);
+        uint64_t ar0 = r.arena_bytes, lb = improve_lb(iv, n);
+        uint64_t opt = small ? brute_opt(iv, n, ord, bo) : lb;
+        uint64_t ar = ar0, ar2 = ar0;
+        uint64_t work = 3000 + test_rand(&seed) % 30000;
+        memcpy(off, start, n * sizeof *off);
+        memcpy(off2, start, n * sizeof *off2);
+        CHECK(bp__assign_improve_ex(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, 0, off, &ar) == 0);
+        CHECK(bp__assign_improve_ex(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, 0, off2, &ar2) == 0);
+        CHECK_MSG(ar >= opt && ar <= ar0, "round %d: recreate %llu, optimum (or bound) %llu, start %llu", round,
+                  (ull)ar, (ull)opt, (ull)ar0);
+        CHECK_MSG(ar == ar2 && !memcmp(off, off2, n * sizeof *off), "round %d: two runs differ", round);
+        uint64_t real = 0;
+        for (size_t i = 0; i < n; i++) if (iv[i].size && off[i] + iv[i].size > real) real = off[i] + iv[i].size;
+        CHECK_MSG(real == ar, "round %d: arena %llu, offsets say %llu", round, (ull)ar,
+                  (ull)real);
+        bp_status cs = bp_intervals_check(iv, n, off, ar, &e);
+        CHECK_MSG(cs == BP_OK, "round %d: %s", round, e.msg);
+        CHECK_MSG(brute_valid(iv, n, off), "round %d: pairwise check fails", round);
+        if (ar < ar0) better++;
+        if (small && ar0 > opt) { tiny++; hit += ar == opt; }
+    }
+    CHECK_MSG(better > 600, "ruin and recreate lowered only %d of 800 naive stacks", better);
+    CHECK_MSG(hit * 10 > tiny * 7, "ruin and recreate reached the optimum on only %d of %d tiny instances", hit, tiny);
+    fprintf(stderr, "ruin and recreate: %d of 800 naive stacks lowered, optimum on %d of %d tiny ones\n", better,
+            hit, tiny);
+}
+
 /* Decision probes (bp__assign_search_probe, bestfit's last phase) on tiny
  * random instances (with and without pre-placed intervals and alignments)
  * against the brute-force optimum: with every static order, a probe at the
@@ -705,6 +755,7 @@ int main(void)
     test_improve_faults();
     test_improve_oracle();
     test_improve_minimalloc();
+    test_recreate_oracle();
     test_probe_oracle();
     test_probe_faults();
     return check_status();
