@@ -24,21 +24,20 @@
  * get more work.  Without fixed offsets and up to 2,000 intervals: one
  * size-ordered run (a second changed no MiniMalloc or ONNX arena and cost
  * up to 0.7 ms on J), then decision probes of search's depth-first search
- * (bp__assign_search_probe: max-live first, then 1%, 2%, ... below the
- * arena) on a node budget that shrinks with the square of the size (a dive
- * is ~m nodes of O(m) work) and is at most 1.5 m: the TCA probe finds F
- * and H at their bound within ~1.3 m nodes, and running it first spares
- * them the rest (3.5 -> 0.8 ms); more nodes were spent in vain on B, D, E,
- * G.  Then the improvement phase (assign_improve.c) on a deterministic
- * work budget (7.2 x 10^5 units, ~2.5 ms here): randomised skyline
+ * at max-live (bp__assign_search_probe, orders TWA then TCA) on a node
+ * budget that shrinks with the buffers' time segments (a node's cost grows
+ * with them): they find F-K at their bound in ~360-1,900 nodes, and then
+ * nothing else runs (0.7-1.4 ms).  Then the improvement phase
+ * (assign_improve.c) on a deterministic work budget (7.2 x 10^5 units,
+ * ~2.5 ms here): randomised skyline
  * constructions that fill the lowest stretch with the set of buffers that
  * covers it best, stopped early by a waste bound, then ruin and recreate
  * of the best packing's top.  With fixed offsets (or too many overlapping
  * pairs for the skyline), the canonical greedy (assign_greedy.c: skyline
  * packing, lowest floor first, static priorities, squeaky wheel) with its
  * squeaky-wheel passes, then an iterated greedy over placement orders.
- * This brings the MiniMalloc instances from ~1.07-1.19 to ~1.00-1.09 x
- * the best known, A, B, C, F, H at their bound (docs/BENCHMARKS.md).
+ * This brings the MiniMalloc instances from ~1.07-1.19 to ~1.00-1.07 x
+ * the best known, all but D, E, J at their bound (docs/BENCHMARKS.md).
  * Search's incumbent phase (quality mode) runs the greedy on its larger
  * budget (up to 200,000 intervals) until its deadline, without the
  * improvement phase.
@@ -86,18 +85,23 @@
 #define BF_SKYLINE_MAX 2000u
 #define BF_IMPROVE_WORK 720000u
 /* Before the skyline: decision probes of search (bp__assign_search_probe)
- * on BF_PROBE_WORK / m^2 nodes (at most BF_PROBE_MAX_NODES and
- * BF_PROBE_PER_M / 2 x m; none when that is less than m, one dive): max-live with
- * the static orders TCA then TWA, then up to BF_PROBE_LADDER capacities
- * 1%, 2%, ... below the arena with TWA.  (The canonical greedy that used to
- * follow the skyline on 40,000 units no longer improved any MiniMalloc or
- * ONNX instance and cost 1-3 ms.) */
-#define BF_PROBE_WORK UINT64_C(45000000)
-#define BF_PROBE_MAX_NODES UINT64_C(600)
-#define BF_PROBE_PER_M 3     /* and at most 1.5 m: TCA finds F, H within ~1.3 m */
-#define BF_PROBE_LADDER 8
-#define BF_PROBE_ORDER_A 3   /* TCA */
-#define BF_PROBE_ORDER_B 2   /* TWA */
+ * at max-live, with the static order TWA (limit BF_PROBE_TWA_M x m nodes)
+ * then TCA (BF_PROBE_TCA_M x m): TWA finds MiniMalloc's G, I, K at their
+ * bound in ~1,150-1,870 nodes, TCA finds F, H in ~360-410.  A node's cost
+ * grows with the buffers' time segments (the sum over buffers of the
+ * segments each spans: ~0.5 us at 2-7k, 1.25 us at 16k on J), so the
+ * budget over both steps is BF_PROBE_WORK / (segments + BF_PROBE_SEG0)
+ * nodes, at most BF_PROBE_MAX_M x m; none when that is less than m (one
+ * dive).  Steps below max-live (1%, 2%, ... under the arena) are not
+ * tried: they found nothing the skyline does not, and a packing they find
+ * changes the skyline's start (D went 1.018 -> 1.051). */
+#define BF_PROBE_WORK 2e7
+#define BF_PROBE_SEG0 3000.0
+#define BF_PROBE_MAX_M 6.5
+#define BF_PROBE_TWA_M 5
+#define BF_PROBE_TCA_M 1.5
+#define BF_PROBE_ORDER_A 2   /* TWA */
+#define BF_PROBE_ORDER_B 3   /* TCA */
 #define BF_IMPROVE_WORK_FIXED 300000u
 /* ... scaled down for tiny inputs (a few thousand units per interval is
  * plenty there, and search calls bestfit on every sub-problem it tries) */
@@ -503,6 +507,42 @@ oom:
     return 0;
 }
 
+/* The sum over intervals (size > 0) of the time segments each spans (the
+ * segments lie between consecutive distinct end points): the cost of a
+ * search node grows with it.  UINT64_MAX on OOM. */
+static int bf_cmp_i64(const void *x, const void *y)
+{
+    int64_t p = *(const int64_t *)x, q = *(const int64_t *)y;
+    return (p > q) - (p < q);
+}
+
+static size_t bf_first_ge(const int64_t *t, size_t d, int64_t v)
+{
+    size_t lo = 0, hi = d;
+    while (lo < hi) {
+        size_t md = lo + (hi - lo) / 2;
+        if (t[md] < v) lo = md + 1; else hi = md;
+    }
+    return lo;
+}
+
+static uint64_t bf_segments(const bp_allocator *a, const bp_interval *iv, size_t n)
+{
+    int64_t *t = bp__alloc(a, 2 * n * sizeof *t);
+    if (!t) return UINT64_MAX;
+    size_t k = 0, d = 0;
+    for (size_t i = 0; i < n; i++)
+        if (iv[i].size) { t[k++] = iv[i].lower; t[k++] = iv[i].upper; }
+    qsort(t, k, sizeof *t, bf_cmp_i64);
+    for (size_t i = 0; i < k; i++)
+        if (!d || t[i] != t[d - 1]) t[d++] = t[i];
+    uint64_t s = 0;
+    for (size_t i = 0; i < n; i++)
+        if (iv[i].size) s += bf_first_ge(t, d, iv[i].upper) - bf_first_ge(t, d, iv[i].lower);
+    bp__free(a, t, 2 * n * sizeof *t);
+    return s;
+}
+
 bp_status bp__assign_bestfit(const bp_interval *iv, size_t n, const bp_assign_options *o,
                              uint64_t *offsets, bp_assign_result *res, bp_error *err)
 {
@@ -723,30 +763,21 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
     bool small = !quality && n_free == m && n_free <= BF_SKYLINE_MAX;
     /* First, decision probes of search's depth-first search at max-live
      * (they find the packings at the bound that the constructions miss on
-     * MiniMalloc's F and H within ~400 nodes, and then the constructions
-     * need not run), then just below the arena.  A dive from the root
-     * costs about m nodes of O(m) work each, so the budget is
-     * BF_PROBE_WORK / m^2 nodes, at most 600 and 1.5 m: ~445-475 on F-H
-     * (~300 intervals), 320 on D, where the TCA step takes it all; none
-     * above 356 intervals (budget < m).  A probe that finds nothing leaves
-     * offsets[] as they were, so running it before the constructions
-     * changes no result. */
+     * MiniMalloc's F-K, and then the constructions need not run).  A probe
+     * that finds nothing leaves offsets[] as they were, so running it
+     * before the constructions changes no result.  The budget: see
+     * BF_PROBE_WORK. */
     if (best > lb && small) {
-        uint64_t mm = (uint64_t)m * m, budget = BF_PROBE_WORK / (mm ? mm : 1);
-        if (budget > BF_PROBE_MAX_NODES) budget = BF_PROBE_MAX_NODES;
-        if (budget > (uint64_t)m * BF_PROBE_PER_M / 2) budget = (uint64_t)m * BF_PROBE_PER_M / 2;
-        bp__probe steps[2 + BF_PROBE_LADDER];
-        int ns = 0;
-        steps[ns++] = (bp__probe){ lb, BF_PROBE_ORDER_A, (int64_t)m * 2 };
-        steps[ns++] = (bp__probe){ lb, BF_PROBE_ORDER_B, (int64_t)m * 8 };
-        for (uint64_t p = 1; p <= BF_PROBE_LADDER; p++) {
-            uint64_t cap = best - best / 100 * p;
-            if (cap <= lb) break;
-            steps[ns++] = (bp__probe){ cap, BF_PROBE_ORDER_B, (int64_t)m * 2 };
-        }
-        /* fewer nodes than one dive finds nothing (and the setup alone,
-         * O(m + overlaps), costs ~2 ms on J): skip */
-        if (budget >= m && bp__assign_search_probe(a, iv, n, steps, ns, budget, offsets, &best, NULL) < 0) goto oom;
+        uint64_t segs = bf_segments(a, iv, n);
+        if (segs == UINT64_MAX) goto oom;
+        double nodes = BF_PROBE_WORK / ((double)segs + BF_PROBE_SEG0);
+        if (nodes > BF_PROBE_MAX_M * m) nodes = BF_PROBE_MAX_M * m;
+        uint64_t budget = (uint64_t)nodes;
+        bp__probe steps[2] = {
+            { lb, BF_PROBE_ORDER_A, (int64_t)(BF_PROBE_TWA_M * m) },
+            { lb, BF_PROBE_ORDER_B, (int64_t)(BF_PROBE_TCA_M * m) },
+        };
+        if (budget >= m && bp__assign_search_probe(a, iv, n, steps, 2, budget, offsets, &best, NULL) < 0) goto oom;
     }
     bool sky = false;   /* the skyline constructions ran */
     if (best > lb && small) {
