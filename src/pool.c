@@ -75,7 +75,8 @@
  * block's state.  Dealloc finds the descriptor through a direct-mapped table
  * of the handle's own recent allocations (validated: the descriptor must
  * still start at the address), else a region -> chunk table and the page
- * map.  A miss takes a cached block of the next class, then a batch of its
+ * map; a freed block below 1 MiB needs only the cache bound to stay.  A
+ * miss takes a cached block of the next class, then a batch of its
  * class from the lists under one lock, then evicts the bins to the lists
  * (where they merge), least recently allocated class first, one bin at a
  * time until the lists can serve, before the pool merges or grows.  The bins
@@ -626,6 +627,8 @@ static void pool_list_put(bp_pool *p, uint32_t i)
 #define LOC_DELTA (INT64_C(4) << 20)   /* in-use change a handle keeps before the shared counter
                                           (1 MiB made every list free of a 1.5 MiB block pass it) */
 #define LOC_BIG_DIV 8u                 /* a block of >= cap/8 bytes is large (loc_keep) */
+#define LOC_SMALL_KEEP (LOC_MIN_CAP / LOC_BIG_DIV) /* smaller blocks: loc_keep is the bound alone
+                                          (at most REGION_NOCACHE) */
 
 typedef struct lent { uintptr_t a; pblk *b; } lent; /* a block this handle handed out */
 typedef struct lmru { uintptr_t region, lo; uint64_t len; const pchunk *c; } lmru; /* 64 KiB region -> chunk: start,
@@ -1578,6 +1581,7 @@ static inline bool loc_keep(const bp_pool_local *l, uint64_t size, unsigned c, u
  * warm-up, measured while the region served the 1 MiB class too).  Except in a small pool (cache bound at its floor), where the
  * caches hold most of the pool anyway and the rule cost mobilenet_v2 list
  * round trips and a growth after warm-up. */
+_Static_assert(LOC_SMALL_KEEP <= REGION_NOCACHE, "the dealloc fast path skips region_nocache below LOC_SMALL_KEEP");
 static inline bool region_nocache(const bp_pool_local *l, const pblk *b)
 {
     return b->size >= REGION_NOCACHE && b->chunk->va && loc_cap(l) > LOC_MIN_CAP;
@@ -1883,9 +1887,10 @@ static unsigned local_coldest(const bp_pool_local *l, unsigned bc)
  * Returns their bytes (the caller counts them in use). */
 static uint64_t local_batch(bp_pool_local *l, pcls *K, uint64_t sz, int c)
 {
+    if (sz > LOC_BATCH_BYTES / 2) return 0; /* a batch of one: the block the caller took */
     bp_pool *p = l->pool;
     uint64_t cap = loc_cap(l);
-    unsigned n = sz <= LOC_BATCH_BYTES / 2 ? (unsigned)(LOC_BATCH_BYTES / sz) : 1;
+    unsigned n = (unsigned)(LOC_BATCH_BYTES / sz);
     if (n > LOC_BATCH_MAX) n = LOC_BATCH_MAX;
     while (n > 1 && l->bytes + (n - 1) * sz > cap) n--;
     uint64_t got = 0;
@@ -2067,14 +2072,22 @@ bp_status bp_pool_local_dealloc(bp_pool_local *l, void *ptr, bp_error *err)
     if (__builtin_expect(!b || atomic_load_explicit(&b->state, memory_order_relaxed) != BLK_USED, 0))
         return local_dealloc_slow(l, ptr, 0, err);
     uint64_t size = b->size, u = size >> l->qshift;
+    bp_pool *p = l->pool;
     /* the bins keep blocks of this handle's arena and of the shared one;
      * another arena's block goes back to that arena (a remote free) */
     parena *a = chunk_arena(b->chunk);
-    if (__builtin_expect(u >= 2 * LOC_MAX_U || (a != l->arena && a != &l->pool->shared) || region_nocache(l, b), 0))
-        return local_dealloc_slow(l, ptr, b->id, err);
+    if (__builtin_expect(a != l->arena && a != &p->shared, 0)) return local_dealloc_slow(l, ptr, b->id, err);
+    uint64_t cap = loc_cap(l);
+    /* below LOC_SMALL_KEEP bytes a block is neither large for loc_keep (the
+     * bound is LOC_MIN_CAP or more, or set by the user) nor a region block
+     * kept out of the cache, so the bound is its one test */
+    if (__builtin_expect(size >= LOC_SMALL_KEEP || l->bytes + size > cap, 0)) {
+        if (u >= 2 * LOC_MAX_U || (size >= REGION_NOCACHE && b->chunk->va && cap > LOC_MIN_CAP) /* region_nocache */ ||
+            !loc_keep(l, size, loc_floor(u), cap))
+            return local_dealloc_slow(l, ptr, b->id, err);
+    }
     unsigned c = loc_floor(u);
-    if (__builtin_expect(!loc_keep(l, size, c, loc_cap(l)), 0)) return local_dealloc_slow(l, ptr, b->id, err);
-    if (__builtin_expect(l->pool->seed_bug, 0)) b->home = b->served;
+    if (__builtin_expect(p->seed_bug, 0)) b->home = b->served;
     atomic_store_explicit(&b->state, BLK_CACHED, memory_order_relaxed);
     loc_push(l, b, c);
     loc_set(&l->cached, l->bytes);

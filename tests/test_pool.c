@@ -1498,6 +1498,50 @@ static void test_local_footprint(void)
     bp_pool_free(p);
 }
 
+/* The keep rule of a handle's free (loc_keep; the hit path tests only the
+ * bound for blocks below 1 MiB): in a small pool with the default bound,
+ * blocks of 1 MiB and more beyond the first of their class stay cached only
+ * within a quarter of the pool's reserved bytes; smaller ones, and any
+ * block under an explicit bound, only within the bound. */
+static uint64_t keep_cached(uint64_t cache_bytes, uint64_t bytes, int n, uint64_t *reserved)
+{
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    bp_pool_local *l = NULL;
+    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+    CHECK_OK(bp_pool_local_new(p, cache_bytes, &l, &err), err);
+    void *v[8];
+    for (int i = 0; i < n; i++) CHECK_OK(bp_pool_local_alloc(l, bytes, &v[i], &err), err);
+    for (int i = 0; i < n; i++) CHECK_OK(bp_pool_local_dealloc(l, v[i], &err), err);
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    CHECK(s.in_use_bytes == 0);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    *reserved = s.reserved_bytes;
+    bp_pool_local_free(l);
+    bp_pool_free(p);
+    return s.cached_bytes;
+}
+
+static void test_local_keep(void)
+{
+    uint64_t r = 0, c;
+    /* 896 KiB (a class size, below 1 MiB): all four stay cached */
+    c = keep_cached(0, 896 * KiB, 4, &r);
+    CHECK_MSG(c == 4 * 896 * KiB, "896 KiB blocks: cached %" PRIu64, c);
+    /* 1.5 MiB (a class size): the first is kept, the rest only within a
+     * quarter of the reserved bytes */
+    c = keep_cached(0, 3 * MiB / 2, 4, &r);
+    uint64_t q = r / 4 > 3 * MiB / 2 ? r / 4 : 3 * MiB / 2;
+    CHECK_MSG(c >= 3 * MiB / 2 && c <= q && c < 6 * MiB, "1.5 MiB blocks: cached %" PRIu64 " of reserved %" PRIu64,
+              c, r);
+    /* an explicit bound: the rule is off, the bound alone decides */
+    c = keep_cached(32 * MiB, 3 * MiB / 2, 4, &r);
+    CHECK_MSG(c == 6 * MiB, "1.5 MiB blocks, 32 MiB bound: cached %" PRIu64, c);
+    c = keep_cached(2 * MiB, 896 * KiB, 4, &r);
+    CHECK_MSG(c == 2 * 896 * KiB, "896 KiB blocks, 2 MiB bound: cached %" PRIu64, c);
+}
+
 int main(void)
 {
     test_classes();
@@ -1518,6 +1562,7 @@ int main(void)
     test_local_evict();
     test_local_no_growth();
     test_local_footprint();
+    test_local_keep();
     test_cross_thread_free();
     test_arenas_no_growth();
     test_arena_orphans();

@@ -1,7 +1,9 @@
 /*
  * Replays an alloc/free trace (pool_trace's CSV) against one allocator:
- * bufplan's pool (REPLAY_POOL) or whatever malloc this executable is linked
- * with (glibc, jemalloc, mimalloc, tcmalloc).  With --threads T, T threads
+ * bufplan's pool (REPLAY_POOL), whatever malloc this executable is linked
+ * with (glibc, jemalloc, mimalloc, tcmalloc), or the floor (REPLAY_FLOOR:
+ * offsets from a static plan of the trace, free does nothing; the harness's
+ * own cost per call).  With --threads T, T threads
  * replay their own copy of the trace at once on the same allocator (each
  * with its own tensors).  Tensors still live at the end of a replay (graph
  * outputs) are freed before the next.
@@ -45,6 +47,9 @@
 #ifdef REPLAY_POOL
 #include "bufplan.h"
 #endif
+#ifdef REPLAY_FLOOR
+#include <sys/mman.h>
+#endif
 
 typedef struct { int32_t id; uint64_t bytes; } rop; /* bytes 0 = free */
 
@@ -55,6 +60,8 @@ static int touch = 1;
 static pthread_barrier_t bar;
 #ifdef REPLAY_POOL
 static bp_pool *pool;
+static uint64_t cache_bytes;           /* --cache-bytes: each handle's cache bound (0 = default) */
+static int print_stats;                /* --stats: the pool's statistics to stderr at the end */
 static int plain;                      /* --plain: bp_pool_alloc/dealloc instead of a local handle */
 static uint64_t grow_bytes;            /* --grow-bytes: the pool option (0 = default) */
 static _Thread_local bp_pool_local *tl_local; /* this worker's handle */
@@ -137,22 +144,73 @@ static int load(const char *path)
     return 0;
 }
 
-/* ---------------------------------------------------------------- replay */
-static inline void *xalloc(uint64_t n)
+/* ---- the floor (REPLAY_FLOOR): the harness with an allocator that costs
+ * next to nothing.  A static plan of the trace, made before the replays
+ * (first fit by offset over the replay's own alloc/free order, 256-byte
+ * granules: what a plan-backed pool does), gives every ALLOC row its offset
+ * in one arena per thread; alloc is one load from that table, free does
+ * nothing.  Its CPU time per call is the harness's own (trace loop, slot
+ * array, first-byte write of each block); its footprint is the plan's
+ * arena. */
+#ifdef REPLAY_FLOOR
+static uint64_t *floor_off;            /* per op: offset of an ALLOC row's block */
+static uint64_t floor_arena;           /* the plan's arena bytes */
+static _Thread_local char *floor_base; /* this thread's arena */
+
+static void floor_plan(void)
 {
-#ifdef REPLAY_POOL
+    typedef struct { uint64_t off, size; int32_t id; } live;
+    live *lv = malloc(sizeof *lv * ((size_t)n_ids + 1));
+    size_t n = 0;
+    floor_off = calloc(n_ops, sizeof *floor_off);
+    for (size_t i = 0; i < n_ops; i++) {
+        const rop *o = &ops[i];
+        size_t k;
+        if (o->bytes) {
+            uint64_t sz = (o->bytes + 255) & ~(uint64_t)255, off = 0;
+            for (k = 0; k < n && lv[k].off < off + sz; k++) /* first gap that fits (sorted by offset) */
+                if (lv[k].off + lv[k].size > off) off = lv[k].off + lv[k].size;
+            memmove(&lv[k + 1], &lv[k], (n - k) * sizeof *lv);
+            /* the replay frees a live name's old block after allocating the new one */
+            lv[k] = (live){off, sz, -1};
+            n++;
+            for (size_t j = 0; j < n; j++)
+                if (lv[j].id == o->id) { memmove(&lv[j], &lv[j + 1], (n - j - 1) * sizeof *lv); n--; break; }
+            for (k = 0; k < n; k++) if (lv[k].id == -1) lv[k].id = o->id;
+            floor_off[i] = off;
+            if (off + sz > floor_arena) floor_arena = off + sz;
+        } else {
+            for (k = 0; k < n; k++)
+                if (lv[k].id == o->id) { memmove(&lv[k], &lv[k + 1], (n - k - 1) * sizeof *lv); n--; break; }
+        }
+    }
+    free(lv);
+}
+#endif
+
+/* ---------------------------------------------------------------- replay */
+static inline void *xalloc(uint64_t n, size_t op)
+{
+#ifdef REPLAY_FLOOR
+    (void)n;
+    return floor_base + floor_off[op];
+#elif defined REPLAY_POOL
+    (void)op;
     void *p = NULL;
     if (tl_local) bp_pool_local_alloc(tl_local, n, &p, NULL);
     else bp_pool_alloc(pool, n, &p, NULL);
     return p;
 #else
+    (void)op;
     return malloc(n);
 #endif
 }
 
 static inline void xfree(void *p)
 {
-#ifdef REPLAY_POOL
+#ifdef REPLAY_FLOOR
+    (void)p;
+#elif defined REPLAY_POOL
     if (tl_local) bp_pool_local_dealloc(tl_local, p, NULL);
     else bp_pool_dealloc(pool, p, NULL);
 #else
@@ -183,7 +241,7 @@ static void replay_once(void **slot, int all, int first)
     for (size_t i = 0; i < n_ops; i++) {
         const rop *o = &ops[i];
         if (o->bytes) {
-            void *p = xalloc(o->bytes);
+            void *p = xalloc(o->bytes, i);
             if (!p) { __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED); continue; }
             touch_block(p, o->bytes, all);
             if (slot[o->id]) xfree(slot[o->id]); /* a trace that re-allocates a live name */
@@ -217,9 +275,13 @@ static void *worker(void *arg)
 {
     int t = (int)(intptr_t)arg;
     void **slot = calloc((size_t)n_ids, sizeof *slot);
+#ifdef REPLAY_FLOOR
+    floor_base = mmap(NULL, floor_arena ? floor_arena : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (floor_base == MAP_FAILED) { fprintf(stderr, "floor: mmap failed\n"); exit(1); }
+#endif
 #ifdef REPLAY_POOL
     /* what a real user does on each worker thread: one local handle */
-    if (!plain && bp_pool_local_new(pool, 0, &tl_local, NULL) != BP_OK) tl_local = NULL;
+    if (!plain && bp_pool_local_new(pool, cache_bytes, &tl_local, NULL) != BP_OK) tl_local = NULL;
 #endif
     pthread_barrier_wait(&bar); /* baseline taken */
     replay_once(slot, 1, t == 0); /* memory pass and warm-up: every page written */
@@ -241,6 +303,9 @@ static void *worker(void *arg)
 #ifdef REPLAY_POOL
     bp_pool_local_free(tl_local);
     tl_local = NULL;
+#endif
+#ifdef REPLAY_FLOOR
+    munmap(floor_base, floor_arena ? floor_arena : 1);
 #endif
     free(slot);
     return NULL;
@@ -301,13 +366,15 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--no-touch")) touch = 0;
 #ifdef REPLAY_POOL
         else if (!strcmp(argv[i], "--plain")) plain = 1;
+        else if (!strcmp(argv[i], "--stats")) print_stats = 1;
+        else if (!strcmp(argv[i], "--cache-bytes") && i + 1 < argc) cache_bytes = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--grow-bytes") && i + 1 < argc) grow_bytes = strtoull(argv[++i], NULL, 10);
 #endif
         else path = argv[i];
     }
     if (!path || threads < 1 || threads > 64 || reps < 1 || rounds < 1 || rounds > 64) {
         fprintf(stderr, "usage: %s TRACE.csv [--iters N] [--min-calls N] [--rounds R] [--threads T] "
-                        "[--max-round-s S] [--frag-at EVENTS] [--no-touch] [--plain] [--grow-bytes N] (pool)\n", argv[0]);
+                        "[--max-round-s S] [--frag-at EVENTS] [--no-touch] [--plain] [--grow-bytes N] [--cache-bytes N] [--stats] (pool)\n", argv[0]);
         return 2;
     }
     if (load(path) || n_ops == 0) { fprintf(stderr, "%s: empty trace\n", path); return 2; }
@@ -320,6 +387,9 @@ int main(int argc, char **argv)
     const char *name = REPLAY_NAME;
 #ifdef REPLAY_POOL
     if (plain) name = REPLAY_NAME "-plain";
+#endif
+#ifdef REPLAY_FLOOR
+    floor_plan();
 #endif
 #ifndef REPLAY_POOL
     const char *want = REPLAY_NAME;
@@ -395,6 +465,9 @@ int main(int argc, char **argv)
            "failures=%ld",
            name, verified, threads, n_ops, calls, rounds, best, calls / best / 1e6, cpu_best / calls * 1e9,
            (peak_rss - base_rss) / 1024.0, (peak_rss_run - base_rss) / 1024.0, (peak_va - base_va) / 1024.0, osbuf, failures);
+#ifdef REPLAY_FLOOR
+    printf(" plan_arena_mib=%.1f", floor_arena / 1048576.0);
+#endif
 #ifdef REPLAY_POOL
     bp_pool_stats s1;
     bp_pool_get_stats(pool, &s1);
@@ -403,6 +476,7 @@ int main(int argc, char **argv)
            (unsigned long long)(s_rounds.os_calls - s0.os_calls), s1.peak_reserved_bytes / 1048576.0,
            s1.peak_in_use_bytes / 1048576.0, s1.meta_bytes / 1048576.0, s1.fragmentation,
            (unsigned long long)s1.borrows, (unsigned long long)s1.cache_hits);
+    if (print_stats) bp_pool_stats_print(pool, stderr);
     if (have_early)
         printf(" frag_early=%.3f overhead_early=%.3f frag_late=%.3f overhead_late=%.3f",
                s_early.fragmentation, (double)s_early.reserved_bytes / (double)s_early.peak_in_use_bytes,

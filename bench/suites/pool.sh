@@ -10,7 +10,9 @@
 # its own copy of the trace on the same allocator.  "pool" is the pool through
 # one bp_pool_local handle per thread (what a user does on each worker
 # thread); "pool-plain" is bp_pool_alloc / bp_pool_dealloc.  The ratios use
-# "pool".  Ends with the pool's fragmentation drift over long synthetic
+# "pool".  "floor" is the harness's own cost (pool_replay_floor: a static
+# plan's offsets, free does nothing), so an allocator's own cost per call is
+# its CPU ns/call minus the floor's.  Ends with the pool's fragmentation drift over long synthetic
 # traces (three seeds: one trace is a random walk, see docs/POOL.md) and the
 # machine's load.  --synthetic: only the synthetic rows and the drift lines
 # (the large-request behaviour, in about a minute).
@@ -60,8 +62,8 @@ for a in "${allocs[@]}"; do printf ' %s Mcalls/s |' "$a"; done
 printf ' pool CPU ns/call | best peer CPU ns/call |'
 for a in "${allocs[@]}"; do printf ' %s peak MiB |' "$a"; done
 for a in "${allocs[@]}"; do printf ' %s OS calls |' "$a"; done
-printf ' pool vs best peer | same, CPU time | pool peak vs smallest peer | pool footprint MiB | smallest peer footprint MiB |\n'
-printf '|---|---|---|'; for _ in "${allocs[@]}" "${allocs[@]}" "${allocs[@]}"; do printf -- '---|'; done; printf -- '---|---|---|---|---|---|---|\n'
+printf ' pool vs best peer | same, CPU time | pool peak vs smallest peer | pool footprint MiB | smallest peer footprint MiB | floor CPU ns/call | plan arena MiB |\n'
+printf '|---|---|---|'; for _ in "${allocs[@]}" "${allocs[@]}" "${allocs[@]}"; do printf -- '---|'; done; printf -- '---|---|---|---|---|---|---|---|---|\n'
 for t in "${traces[@]}"; do
   nal=$(grep -c '^ALLOC' "$work/$t.csv")
   for th in 1 2; do
@@ -76,6 +78,11 @@ for t in "${traces[@]}"; do
       case "$a" in pool*) osc[$a]="${osc[$a]} ($(echo " $out" | field pool_os_calls_after_warmup))";; esac
       [ "$(echo " $out" | field verified)" = yes ] || thr[$a]="${thr[$a]}(unverified)"
     done
+    fl="-"; fla="-"
+    if [ -x "$bin/pool_replay_floor" ]; then
+      out="$("$bin/pool_replay_floor" "$work/$t.csv" --min-calls $min_calls --max-round-s 2 --rounds $rounds --threads "$th" 2>&1 | tail -1)"
+      fl="$(echo " $out" | field cpu_ns_per_call)"; fla="$(echo " $out" | field plan_arena_mib)"
+    fi
     best=0; small=0; bcpu=0; sfoot=0
     for a in "${peers[@]}"; do
       best=$(awk -v x="${thr[$a]%%(*}" -v b="$best" 'BEGIN{print (x+0 > b+0) ? x : b}')
@@ -88,11 +95,11 @@ for t in "${traces[@]}"; do
     printf ' %s | %s |' "${cpu[pool]}" "$bcpu"
     for a in "${allocs[@]}"; do printf ' %s |' "${peak[$a]}"; done
     for a in "${allocs[@]}"; do printf ' %s |' "${osc[$a]}"; done
-    printf ' %s | %s | %s | %s | %s |\n' \
+    printf ' %s | %s | %s | %s | %s | %s | %s |\n' \
       "$(awk -v p="${thr[pool]}" -v b="$best" 'BEGIN{printf (b > 0 ? "%.2fx" : "-"), p / b}')" \
       "$(awk -v p="${cpu[pool]}" -v b="$bcpu" 'BEGIN{printf (p > 0 ? "%.2fx" : "-"), b / p}')" \
       "$(awk -v p="${peak[pool]}" -v b="$small" 'BEGIN{printf (b > 0 ? "%.2fx" : "-"), p / b}')" \
-      "${foot[pool]}" "$sfoot"
+      "${foot[pool]}" "$sfoot" "$fl" "$fla"
     unset thr peak osc cpu foot
   done
 done
@@ -101,6 +108,7 @@ echo "allocs: ALLOC rows per replay.  Mcalls/s: alloc+free calls per second (wal
 echo "CPU ns/call: the threads' CPU time per call in the best round (CLOCK_THREAD_CPUTIME_ID); \"same, CPU time\" = best peer's CPU ns/call / pool's.  Less disturbed by other load than the wall clock."
 echo "peak MiB: growth of peak RSS over the warm-up replay, which writes every page of every block (memory taken from the OS and used)."
 echo "footprint MiB: growth of peak RSS over the whole run, after one more replay at the end that writes every page (the steady state's memory; the timed rounds write only first bytes)."
+echo "floor CPU ns/call: the replay harness's own cost (trace loop, slot array, first-byte writes) with an allocator that costs next to nothing: pool_replay_floor serves each ALLOC row at an offset a static plan of the trace gave it (first fit by offset over the replay's own order; free does nothing).  An allocator's own cost is its CPU ns/call minus this.  plan arena MiB: that plan's arena (per thread), what a plan-backed pool would hold."
 echo "OS calls: mmap/munmap/mremap/madvise/brk/mprotect calls of the process during the timed rounds (perf tracepoints); for the pool, its own backend calls in parentheses."
 for seed in 7 8 9; do
   "$bin/pool_trace" synthetic $seed "$drift_events" > "$work/drift.csv"
