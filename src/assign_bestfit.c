@@ -31,13 +31,15 @@
  * (assign_improve.c) on a deterministic work budget (7.2 x 10^5 units,
  * ~2.5 ms here): randomised skyline
  * constructions that fill the lowest stretch with the set of buffers that
- * covers it best, stopped early by a waste bound, then ruin and recreate
- * of the best packing's top.  With fixed offsets (or too many overlapping
+ * covers it best, stopped early by a waste bound, then (when they end far
+ * above max-live) one probe at max-live + 7%, then ruin and recreate of the
+ * best packing's top.  With fixed offsets (or too many overlapping
  * pairs for the skyline), the canonical greedy (assign_greedy.c: skyline
  * packing, lowest floor first, static priorities, squeaky wheel) with its
  * squeaky-wheel passes, then an iterated greedy over placement orders.
  * This brings the MiniMalloc instances from ~1.07-1.19 to ~1.00-1.07 x
- * the best known, all but D, E, J at their bound (docs/BENCHMARKS.md).
+ * the best known, all but D, E, J at their bound (docs/BENCHMARKS.md);
+ * all but E within 3%.
  * Search's incumbent phase (quality mode) runs the greedy on its larger
  * budget (up to 200,000 intervals) until its deadline, without the
  * improvement phase.
@@ -92,11 +94,19 @@
  * segments each spans: ~0.5 us at 2-7k, 1.25 us at 16k on J), so the
  * budget over both steps is BF_PROBE_WORK / (segments + BF_PROBE_SEG0)
  * nodes, at most BF_PROBE_MAX_M x m; none when that is less than m (one
- * dive).  Steps below max-live (1%, 2%, ... under the arena) are not
+ * dive).  Above BF_PROBE_SEG1 (segments + BF_PROBE_SEG0) the budget falls
+ * with the square of the segments: of the MiniMalloc instances only J
+ * (16,452 segments; the next is D at 7,166) is limited by segments rather
+ * than by m, its max-live lies 5% under its best known so these probes are
+ * futile there, and they cost it ~2 ms: 1,028 -> 555 nodes pays for the
+ * improvement phase's probe at max-live + 7% (assign_improve.c) that
+ * brings J within 3%.  Those that reach their bound here have at most
+ * 6,632 segments (I).  Steps below max-live (1%, 2%, ... under the arena) are not
  * tried: they found nothing the skyline does not, and a packing they find
  * changes the skyline's start (D went 1.018 -> 1.051). */
 #define BF_PROBE_WORK 2e7
 #define BF_PROBE_SEG0 3000.0
+#define BF_PROBE_SEG1 10500.0
 #define BF_PROBE_MAX_M 6.5
 #define BF_PROBE_TWA_M 5
 #define BF_PROBE_TCA_M 1.5
@@ -771,6 +781,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         uint64_t segs = bf_segments(a, iv, n);
         if (segs == UINT64_MAX) goto oom;
         double nodes = BF_PROBE_WORK / ((double)segs + BF_PROBE_SEG0);
+        if ((double)segs + BF_PROBE_SEG0 > BF_PROBE_SEG1) nodes *= BF_PROBE_SEG1 / ((double)segs + BF_PROBE_SEG0);
         if (nodes > BF_PROBE_MAX_M * m) nodes = BF_PROBE_MAX_M * m;
         uint64_t budget = (uint64_t)nodes;
         bp__probe steps[2] = {

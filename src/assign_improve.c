@@ -36,6 +36,14 @@
  * ~10% cheaper per unit of work and lowered the mean over the MiniMalloc
  * instances (16 seeds) from 1.039 to 1.036 at the same budget.
  *
+ * Between the two, when the constructions left the arena more than 3%
+ * above max-live + 7%, one dive of search's depth-first search
+ * (bp__assign_search_probe, order TCA, at most k nodes) asks for a packing
+ * at max-live + 7%.  That is for instances whose max-live is well below the
+ * optimum, where bestfit's probes at max-live are futile: on MiniMalloc's J
+ * it finds 1.013 x the best known in one dive where the skyline ends at
+ * 1.042.  A packing found is charged to ruin and recreate's budget.
+ *
  * Orders (with pre-placed buffers).  A
  * solution is encoded as an order of the buffers; decoding places them in
  * that order, each at the lowest aligned offset where it misses the placed
@@ -249,6 +257,21 @@ static void im_sky_set(im_ctx *c, im_sky *y, uint32_t l, uint32_t u, uint64_t v)
 #define IM_SKY_BUILD_SHARE 700
 #define IM_RUIN_LO 0.2
 #define IM_RUIN_HI 0.9
+/* The probe between the constructions and ruin and recreate (im_probe):
+ * one dive of search's depth-first search (at most k nodes, static order
+ * TCA) at max-live + IM_PROBE_PCT %, run only when that capacity is more than
+ * IM_PROBE_GAIN_PCT % below the constructions' best arena.  On MiniMalloc's
+ * J (max-live 5% below the best known, so the probes at max-live are
+ * futile) it finds 1,054,720 (1.013 x the best known) in one dive (409
+ * nodes) where the skyline ends at 1.042; D (1.0914 x max-live after the
+ * constructions) and every other instance do not run it.  A packing found
+ * is charged IM_PROBE_UNITS a node (on J a node costs ~9k instructions,
+ * ~400 units: deliberately high, so that ruin and recreate does not run
+ * after it); a fruitless probe is not charged. */
+#define IM_PROBE_PCT 7
+#define IM_PROBE_GAIN_PCT 3
+#define IM_PROBE_ORDER 3
+#define IM_PROBE_UNITS 1000u
 #define IM_W 8
 static const double im_rules[IM_N_RULES][IM_W] = {
     {1, 0.2, 0.3, 0.3, 0, 0, 0, 0}, {1, 0.5, 0.1, 0.1, 0, 0, 0, 0},
@@ -422,6 +445,32 @@ static void im_free(im_ctx *c)
     bp__free(a, c->conf, c->conf_cap * sizeof *c->conf);
 }
 
+/* The probe between the constructions and ruin and recreate: one dive (at
+ * most k nodes) of search's depth-first search with the static order TCA at
+ * max-live + IM_PROBE_PCT %, from the best packing (bst, or the caller's
+ * offsets when the constructions found nothing better).  A packing found
+ * replaces bst and *best_ar, and its nodes are charged to c->work.  Returns
+ * 1 when it found one, 0 when not, -1 out of memory. */
+static int im_probe(im_ctx *c, const bp_interval *iv, size_t n, uint64_t lb, const uint64_t *bst,
+                    const uint64_t *offsets, uint64_t *best_ar, uint64_t *out)
+{
+    uint64_t *tmp = bp__alloc(c->a, n * sizeof *tmp);
+    if (!tmp) return -1;
+    memcpy(tmp, offsets, n * sizeof *tmp);
+    if (bst) for (uint32_t b = 0; b < c->k; b++) tmp[c->orig[b]] = bst[b];
+    uint64_t ar = *best_ar, nodes = 0;
+    bp__probe st = { lb + lb / 100 * IM_PROBE_PCT, IM_PROBE_ORDER, (int64_t)c->k };
+    int rc = bp__assign_search_probe(c->a, iv, n, &st, 1, (uint64_t)c->k, tmp, &ar, &nodes);
+    if (rc == 0 && ar < *best_ar) {
+        for (uint32_t b = 0; b < c->k; b++) out[b] = tmp[c->orig[b]];
+        *best_ar = ar;
+        c->work += nodes * IM_PROBE_UNITS;
+        rc = 1;
+    }
+    bp__free(c->a, tmp, n * sizeof *tmp);
+    return rc;
+}
+
 int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t max_pairs,
                        uint64_t work, double deadline, uint64_t *offsets, uint64_t *arena)
 {
@@ -541,6 +590,17 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
                     have_bw = true;
                 }
             }
+            /* A decision probe of search between the two phases (see
+             * IM_PROBE_PCT), when the constructions left the arena far
+             * above max-live: its nodes come out of ruin and recreate's
+             * budget when it finds a packing. */
+            uint64_t pcap = lb + lb / 100 * IM_PROBE_PCT;
+            if (build_share > 0 && lb < UINT64_MAX / 4 && best_ar > pcap + pcap / 100 * IM_PROBE_GAIN_PCT &&
+                c.work < work) {
+                int pr = im_probe(&c, iv, n, lb, improved ? best : NULL, offsets, &best_ar, best);
+                if (pr < 0) ok = false;
+                else if (pr > 0) improved = true;
+            }
             /* Ruin and recreate, from the best packing: the buffers ending
              * above a random level (20-90% below the arena) are placed again
              * by a construction (random weights) on top of the rest; a
@@ -548,7 +608,7 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
              * plateaus). */
             uint64_t cur_ar = best_ar;
             for (uint32_t b = 0; b < k; b++) c.cur[b] = improved ? best[b] : offsets[c.orig[b]];
-            for (uint64_t it = 0; c.work < work && best_ar > lb; it++) {
+            for (uint64_t it = 0; ok && c.work < work && best_ar > lb; it++) {
                 if (deadline > 0 && (it & 7) == 7 && bp__now() >= deadline) break;
                 for (int q = 0; q < IM_W; q++) {
                     double r = (double)(im_rand(&rng) >> 11) * (1.0 / 9007199254740992.0);
