@@ -393,6 +393,38 @@ static uint64_t improve_start(const bp_interval *iv, size_t n, uint64_t lb, uint
     return ar;
 }
 
+/* The improvement-phase oracles' instance: random, nothing pre-placed,
+ * the naive stack in start[] (its arena in *ar0), max-live in *lb. */
+static void improve_oracle_instance(ull *seed, bp_interval *iv, size_t n, uint64_t *start, uint64_t *ar0,
+                                    uint64_t *lb)
+{
+    random_instance(seed, iv, n, 1);
+    for (size_t i = 0; i < n; i++) iv[i].fixed_offset = BP_NO_OFFSET;
+    bp_assign_result r;
+    bp_error e;
+    CHECK_OK(bp_assign_intervals(iv, n, BP_ASSIGN_NAIVE, NULL, start, &r, &e), e);
+    *ar0 = r.arena_bytes;
+    *lb = improve_lb(iv, n);
+}
+
+/* ... and the checks on its two runs: between the optimum (or bound) and
+ * the start, the same twice, an arena equal to what the offsets say, a
+ * verified layout. */
+static void improve_oracle_check(int round, const bp_interval *iv, size_t n, const uint64_t *off,
+                                 const uint64_t *off2, uint64_t ar, uint64_t ar2, uint64_t opt, uint64_t ar0)
+{
+    CHECK_MSG(ar >= opt && ar <= ar0, "round %d: %llu, optimum (or bound) %llu, start %llu", round, (ull)ar,
+              (ull)opt, (ull)ar0);
+    CHECK_MSG(ar == ar2 && !memcmp(off, off2, n * sizeof *off), "round %d: two runs differ", round);
+    uint64_t real = 0;
+    for (size_t i = 0; i < n; i++) if (iv[i].size && off[i] + iv[i].size > real) real = off[i] + iv[i].size;
+    CHECK_MSG(real == ar, "round %d: arena %llu, offsets say %llu", round, (ull)ar, (ull)real);
+    bp_error e;
+    bp_status cs = bp_intervals_check(iv, n, off, ar, &e);
+    CHECK_MSG(cs == BP_OK, "round %d: %s", round, e.msg);
+    CHECK_MSG(brute_valid(iv, n, off), "round %d: pairwise check fails", round);
+}
+
 /* Property: from the plain greedy's solution, the improvement phase returns
  * a valid layout (checker and pairwise oracle) whose arena is what its
  * offsets say, never above the start nor below max-live, and the same
@@ -417,16 +449,7 @@ static void test_improve_property(void)
         memcpy(off2, start, n * sizeof *off2);
         CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off, &ar) == 0);
         CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off2, &ar2) == 0);
-        CHECK_MSG(ar <= ar0, "round %d: improvement %llu above its start %llu", round, (ull)ar, (ull)ar0);
-        CHECK(ar >= lb);
-        CHECK_MSG(ar == ar2 && !memcmp(off, off2, n * sizeof *off), "round %d: two runs differ", round);
-        uint64_t real = 0;
-        for (size_t i = 0; i < n; i++) if (iv[i].size && off[i] + iv[i].size > real) real = off[i] + iv[i].size;
-        CHECK_MSG(real == ar, "round %d: arena %llu, offsets say %llu", round, (ull)ar, (ull)real);
-        bp_error e;
-        bp_status cs = bp_intervals_check(iv, n, off, ar, &e);
-        CHECK_MSG(cs == BP_OK, "round %d: %s", round, e.msg);
-        CHECK_MSG(brute_valid(iv, n, off), "round %d: pairwise check fails", round);
+        improve_oracle_check(round, iv, n, off, off2, ar, ar2, lb, ar0);
         if (ar < ar0) better++;
         for (size_t i = 0; i < n; i++) if (iv[i].size && iv[i].fixed_offset != BP_NO_OFFSET) { with_fixed++; break; }
     }
@@ -580,12 +603,8 @@ static void test_recreate_oracle(void)
     for (int round = 0; round < 800; round++) {
         bool small = round % 2 == 0;
         size_t n = small ? 2 + test_rand(&seed) % 6 : 8 + test_rand(&seed) % (MAXN - 7);
-        random_instance(&seed, iv, n, 1);
-        for (size_t i = 0; i < n; i++) iv[i].fixed_offset = BP_NO_OFFSET;
-        bp_assign_result r;
-        bp_error e;
-        CHECK_OK(bp_assign_intervals(iv, n, BP_ASSIGN_NAIVE, NULL, start, &r, &e), e);
-        uint64_t ar0 = r.arena_bytes, lb = improve_lb(iv, n);
+        uint64_t ar0, lb;
+        improve_oracle_instance(&seed, iv, n, start, &ar0, &lb);
         uint64_t opt = small ? brute_opt(iv, n, ord, bo) : lb;
         uint64_t ar = ar0, ar2 = ar0;
         uint64_t work = 3000 + test_rand(&seed) % 30000;
@@ -593,16 +612,7 @@ static void test_recreate_oracle(void)
         memcpy(off2, start, n * sizeof *off2);
         CHECK(bp__assign_improve_ex(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, 0, off, &ar) == 0);
         CHECK(bp__assign_improve_ex(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, 0, off2, &ar2) == 0);
-        CHECK_MSG(ar >= opt && ar <= ar0, "round %d: recreate %llu, optimum (or bound) %llu, start %llu", round,
-                  (ull)ar, (ull)opt, (ull)ar0);
-        CHECK_MSG(ar == ar2 && !memcmp(off, off2, n * sizeof *off), "round %d: two runs differ", round);
-        uint64_t real = 0;
-        for (size_t i = 0; i < n; i++) if (iv[i].size && off[i] + iv[i].size > real) real = off[i] + iv[i].size;
-        CHECK_MSG(real == ar, "round %d: arena %llu, offsets say %llu", round, (ull)ar,
-                  (ull)real);
-        bp_status cs = bp_intervals_check(iv, n, off, ar, &e);
-        CHECK_MSG(cs == BP_OK, "round %d: %s", round, e.msg);
-        CHECK_MSG(brute_valid(iv, n, off), "round %d: pairwise check fails", round);
+        improve_oracle_check(round, iv, n, off, off2, ar, ar2, opt, ar0);
         if (ar < ar0) better++;
         if (small && ar0 > opt) { tiny++; hit += ar == opt; }
     }
@@ -632,12 +642,8 @@ static void test_improve_probe(void)
     for (int round = 0; round < 600; round++) {
         bool small = round % 3 != 0;
         size_t n = small ? 3 + test_rand(&seed) % 5 : 8 + test_rand(&seed) % (MAXN - 7);
-        random_instance(&seed, iv, n, 1);
-        for (size_t i = 0; i < n; i++) iv[i].fixed_offset = BP_NO_OFFSET;
-        bp_assign_result r;
-        bp_error e;
-        CHECK_OK(bp_assign_intervals(iv, n, BP_ASSIGN_NAIVE, NULL, start, &r, &e), e);
-        uint64_t ar0 = r.arena_bytes, lb = improve_lb(iv, n);
+        uint64_t ar0, lb;
+        improve_oracle_instance(&seed, iv, n, start, &ar0, &lb);
         uint64_t opt = small ? brute_opt(iv, n, ord, bo) : lb;
         uint64_t cap = lb + lb / 100 * 7;
         uint64_t ar = ar0, ar2 = ar0;
@@ -649,15 +655,7 @@ static void test_improve_probe(void)
         for (size_t i = 0; i < n; i++) work += iv[i].size ? 2 : 0;
         CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off, &ar) == 0);
         CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off2, &ar2) == 0);
-        CHECK_MSG(ar >= opt && ar <= ar0, "round %d: %llu, optimum (or bound) %llu, start %llu", round, (ull)ar,
-                  (ull)opt, (ull)ar0);
-        CHECK_MSG(ar == ar2 && !memcmp(off, off2, n * sizeof *off), "round %d: two runs differ", round);
-        uint64_t real = 0;
-        for (size_t i = 0; i < n; i++) if (iv[i].size && off[i] + iv[i].size > real) real = off[i] + iv[i].size;
-        CHECK_MSG(real == ar, "round %d: arena %llu, offsets say %llu", round, (ull)ar, (ull)real);
-        bp_status cs = bp_intervals_check(iv, n, off, ar, &e);
-        CHECK_MSG(cs == BP_OK, "round %d: %s", round, e.msg);
-        CHECK_MSG(brute_valid(iv, n, off), "round %d: pairwise check fails", round);
+        improve_oracle_check(round, iv, n, off, off2, ar, ar2, opt, ar0);
         if (small && opt <= cap && ar0 > cap + cap / 100 * 3) { eligible++; hit += ar <= cap; }
         if (!small && ar0 > cap + cap / 100 * 3) { big++; bighit += ar <= cap; }
     }
