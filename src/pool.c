@@ -1226,7 +1226,8 @@ static void pool_chunk_move(bp_pool *p, pchunk *ch, parena *a)
  * least sz bytes, the smallest, moves to arena a and class c, so memory a
  * class or a thread no longer needs serves another without an OS call.
  * Candidates are the chunks of a and of the shared arena, or of any arena
- * when `any` (the caller tries those second).  Only whole chunks move: moving part of one would
+ * when `any` (only when the pool cannot grow: a live arena's chunk is free
+ * only between its thread's uses).  Only whole chunks move: moving part of one would
  * mix homes inside it and stop it from ever merging whole again.  Global
  * lock and all class locks held. */
 static uint32_t pool_steal_chunk(bp_pool *p, parena *a, int c, uint64_t sz, bool any)
@@ -1326,8 +1327,10 @@ static bp_status pool_alloc_slow(bp_pool *p, parena *a, bp_pool_local *l, uint64
     pcls *K = NULL;
     uint32_t i = pool_search(p, a, c, sz, &K);
     if (!i && a != &p->shared) i = pool_search(p, &p->shared, c, sz, &K);
+    /* not another live arena's free chunk: it is free only between its
+     * thread's uses, and taking it makes that thread borrow or grow later,
+     * so the pool's growth would depend on how the threads interleave */
     if (!i) i = pool_steal_chunk(p, a, c, sz, false);
-    if (!i) i = pool_steal_chunk(p, a, c, sz, true);
     if (i && !K) pool_take(p, K = &a->cls[D(p, i)->home], i, sz, c);
     /* a handle's miss takes its batch here too */
     uint64_t extra = i && l ? local_batch(l, K, sz, c) : 0;
@@ -1355,6 +1358,9 @@ static bp_status pool_alloc_slow(bp_pool *p, parena *a, bp_pool_local *l, uint64
             pool_locals_request_flush(p);
             pool_lock_all(p);
             pool_merge_locked(p, NULL);
+            /* an entirely free chunk of any arena moves to a whole, else a
+             * piece of any arena's lists (it stays that arena's) */
+            if ((i = pool_steal_chunk(p, a, c, sz, true))) pool_take(p, K = &a->cls[D(p, i)->home], i, sz, c);
             for (parena *o = p->arenas; o && !i; o = o->next) i = pool_search(p, o, c, sz, &K);
             pool_unlock_all(p);
         }
