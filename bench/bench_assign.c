@@ -106,7 +106,12 @@ static bp_instance *read_listed(const char *dir, char *name, char base[256])
     return inst;
 }
 
-static void run_dir(const char *dir, int is_onnx, double limit, const char *only)
+/* Calls fn on each instance of dir whose name contains only (all when
+ * NULL), in name order, with its name without ".csv" and a scratch offsets
+ * array of its size; an unreadable file gets an error row instead. */
+typedef void (*instance_fn)(const char *base, const bp_instance *inst, uint64_t *off, void *ctx);
+
+static void each_instance(const char *dir, const char *only, instance_fn fn, void *ctx)
 {
     char *names[256];
     int nn = list_csv(dir, only, names);
@@ -115,46 +120,62 @@ static void run_dir(const char *dir, int is_onnx, double limit, const char *only
         char base[256];
         bp_instance *inst = read_listed(dir, names[f], base);
         if (!inst) continue;
-        bp_error e;
         uint64_t *off = calloc(inst->n ? inst->n : 1, sizeof *off);
-        ull lb = bp_intervals_max_live(inst->iv, inst->n);
-        ull best = lookup_best(base, lb, is_onnx);
-        printf("| %s | %zu | %llu |", base, inst->n, lb);
-        if (best) printf(" %llu |", best); else printf(" ? |");
-        for (int k = 0; k < BP_ASSIGN_COUNT; k++) {
-            bp_assign_options o;
-            bp_assign_options_init(&o);
-            o.time_limit = limit;
-            bp_assign_result r;
-            /* the fast assigners: best of 5 calls (the machine may be shared) */
-            int reps = k == BP_ASSIGN_SEARCH ? 1 : 5;
-            double dt = 1e30;
-            bp_status s = BP_OK;
-            for (int rep = 0; rep < reps && s == BP_OK; rep++) {
-                double t0 = now();
-                s = bp_assign_intervals(inst->iv, inst->n, (bp_assign_kind)k, &o, off, &r, &e);
-                if (now() - t0 < dt) dt = now() - t0;
-            }
-            if (s == BP_OK) s = bp_intervals_check(inst->iv, inst->n, off, r.arena_bytes, &e);
-            if (s != BP_OK) { printf(" FAILED: %s |", e.msg); continue; }
-            char tb[32];
-            fmt_ms(tb, sizeof tb, dt);
-            double rl = lb ? (double)r.arena_bytes / (double)lb : 1.0;
-            double rb = best ? (double)r.arena_bytes / (double)best : 0.0;
-            if (k == BP_ASSIGN_SEARCH)
-                printf(" %llu | %.4f | %.4f | %s | %s%s |", (ull)r.arena_bytes, rl, rb, tb,
-                       r.optimal ? "yes" : "no",
-                       r.optimal && r.lower_bound > lb ? " (LB raised)" : "");
-            else if (k == BP_ASSIGN_BESTFIT)
-                printf(" %llu | %.4f | %.4f | %s |", (ull)r.arena_bytes, rl, rb, tb);
-            else
-                printf(" %.3f |", rl);
-        }
-        printf("\n");
-        fflush(stdout);
+        if (off) fn(base, inst, off, ctx);
+        else printf("| %s | error: out of memory |\n", base);
         free(off);
         bp_instance_free(inst);
     }
+}
+
+typedef struct { int is_onnx; double limit; } table_ctx;
+
+/* One row of the side-by-side table: every assigner on one instance. */
+static void table_row(const char *base, const bp_instance *inst, uint64_t *off, void *ctx)
+{
+    const table_ctx *t = ctx;
+    bp_error e;
+    ull lb = bp_intervals_max_live(inst->iv, inst->n);
+    ull best = lookup_best(base, lb, t->is_onnx);
+    printf("| %s | %zu | %llu |", base, inst->n, lb);
+    if (best) printf(" %llu |", best); else printf(" ? |");
+    for (int k = 0; k < BP_ASSIGN_COUNT; k++) {
+        bp_assign_options o;
+        bp_assign_options_init(&o);
+        o.time_limit = t->limit;
+        bp_assign_result r;
+        /* the fast assigners: best of 5 calls (the machine may be shared) */
+        int reps = k == BP_ASSIGN_SEARCH ? 1 : 5;
+        double dt = 1e30;
+        bp_status s = BP_OK;
+        for (int rep = 0; rep < reps && s == BP_OK; rep++) {
+            double t0 = now();
+            s = bp_assign_intervals(inst->iv, inst->n, (bp_assign_kind)k, &o, off, &r, &e);
+            if (now() - t0 < dt) dt = now() - t0;
+        }
+        if (s == BP_OK) s = bp_intervals_check(inst->iv, inst->n, off, r.arena_bytes, &e);
+        if (s != BP_OK) { printf(" FAILED: %s |", e.msg); continue; }
+        char tb[32];
+        fmt_ms(tb, sizeof tb, dt);
+        double rl = lb ? (double)r.arena_bytes / (double)lb : 1.0;
+        double rb = best ? (double)r.arena_bytes / (double)best : 0.0;
+        if (k == BP_ASSIGN_SEARCH)
+            printf(" %llu | %.4f | %.4f | %s | %s%s |", (ull)r.arena_bytes, rl, rb, tb,
+                   r.optimal ? "yes" : "no",
+                   r.optimal && r.lower_bound > lb ? " (LB raised)" : "");
+        else if (k == BP_ASSIGN_BESTFIT)
+            printf(" %llu | %.4f | %.4f | %s |", (ull)r.arena_bytes, rl, rb, tb);
+        else
+            printf(" %.3f |", rl);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+static void run_dir(const char *dir, int is_onnx, double limit, const char *only)
+{
+    table_ctx t = { is_onnx, limit };
+    each_instance(dir, only, table_row, &t);
 }
 
 static uint64_t fnv_offsets(const uint64_t *off, size_t n)
@@ -187,31 +208,29 @@ static int run_budget(const bp_instance *inst, uint64_t budget, int reps, uint64
     return 1;
 }
 
+typedef struct { const uint64_t *budgets; int nb, reps; } nodes_ctx;
+
+/* The --nodes rows of one instance: one per node budget. */
+static void nodes_rows(const char *base, const bp_instance *inst, uint64_t *off, void *ctx)
+{
+    const nodes_ctx *t = ctx;
+    bp_assign_result r0, r;
+    double c0 = 0, c1 = 0;
+    if (!run_budget(inst, 1, t->reps, off, &r0, &c0)) return;
+    for (int i = 0; i < t->nb; i++) {
+        if (!run_budget(inst, t->budgets[i], t->reps, off, &r, &c1)) break;
+        double dn = (double)r.nodes - (double)r0.nodes;
+        printf("| %s | %llu | %llu | %llu | %s | %016llx | %.1f ms |", base, (ull)t->budgets[i], (ull)r.nodes,
+               (ull)r.arena_bytes, r.optimal ? "yes" : "no", (ull)fnv_offsets(off, inst->n), c1 * 1e3);
+        if (dn > 0) printf(" %.0f |\n", (c1 - c0) * 1e9 / dn); else printf(" - |\n");
+        fflush(stdout);
+    }
+}
+
 static void run_nodes_dir(const char *dir, const char *only, const uint64_t *budgets, int nb, int reps)
 {
-    char *names[256];
-    int nn = list_csv(dir, only, names);
-    if (nn < 0) return;
-    for (int f = 0; f < nn; f++) {
-        char base[256];
-        bp_instance *inst = read_listed(dir, names[f], base);
-        if (!inst) continue;
-        uint64_t *off = calloc(inst->n ? inst->n : 1, sizeof *off);
-        bp_assign_result r0, r;
-        double c0 = 0, c1 = 0;
-        if (!run_budget(inst, 1, reps, off, &r0, &c0)) goto next;
-        for (int i = 0; i < nb; i++) {
-            if (!run_budget(inst, budgets[i], reps, off, &r, &c1)) break;
-            double dn = (double)r.nodes - (double)r0.nodes;
-            printf("| %s | %llu | %llu | %llu | %s | %016llx | %.1f ms |", base, (ull)budgets[i], (ull)r.nodes,
-                   (ull)r.arena_bytes, r.optimal ? "yes" : "no", (ull)fnv_offsets(off, inst->n), c1 * 1e3);
-            if (dn > 0) printf(" %.0f |\n", (c1 - c0) * 1e9 / dn); else printf(" - |\n");
-            fflush(stdout);
-        }
-    next:
-        free(off);
-        bp_instance_free(inst);
-    }
+    nodes_ctx t = { budgets, nb, reps };
+    each_instance(dir, only, nodes_rows, &t);
 }
 
 /* Graph-like random intervals: two births per step, mostly short lives with

@@ -407,12 +407,26 @@ static void improve_oracle_instance(ull *seed, bp_interval *iv, size_t n, uint64
     *lb = improve_lb(iv, n);
 }
 
-/* ... and the checks on its two runs: between the optimum (or bound) and
- * the start, the same twice, an arena equal to what the offsets say, a
- * verified layout. */
-static void improve_oracle_check(int round, const bp_interval *iv, size_t n, const uint64_t *off,
-                                 const uint64_t *off2, uint64_t ar, uint64_t ar2, uint64_t opt, uint64_t ar0)
+/* ... and two runs of the improvement phase from start[] (whose arena is
+ * ar0) on a work budget: bp__assign_improve, or with recreate_only its ruin
+ * and recreate alone.  Checks: between the optimum (or bound) and the
+ * start, the same twice, an arena equal to what the offsets say, a
+ * verified layout.  The first run's offsets go to off[] (off2: scratch of
+ * n); returns its arena. */
+static uint64_t improve_oracle_run(int round, const bp_interval *iv, size_t n, uint64_t lb, uint64_t work,
+                                   bool recreate_only, const uint64_t *start, uint64_t ar0, uint64_t opt,
+                                   uint64_t *off, uint64_t *off2)
 {
+    uint64_t ar = ar0, ar2 = ar0;
+    memcpy(off, start, n * sizeof *off);
+    memcpy(off2, start, n * sizeof *off2);
+    if (recreate_only) {
+        CHECK(bp__assign_improve_ex(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, 0, off, &ar) == 0);
+        CHECK(bp__assign_improve_ex(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, 0, off2, &ar2) == 0);
+    } else {
+        CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off, &ar) == 0);
+        CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off2, &ar2) == 0);
+    }
     CHECK_MSG(ar >= opt && ar <= ar0, "round %d: %llu, optimum (or bound) %llu, start %llu", round, (ull)ar,
               (ull)opt, (ull)ar0);
     CHECK_MSG(ar == ar2 && !memcmp(off, off2, n * sizeof *off), "round %d: two runs differ", round);
@@ -423,6 +437,7 @@ static void improve_oracle_check(int round, const bp_interval *iv, size_t n, con
     bp_status cs = bp_intervals_check(iv, n, off, ar, &e);
     CHECK_MSG(cs == BP_OK, "round %d: %s", round, e.msg);
     CHECK_MSG(brute_valid(iv, n, off), "round %d: pairwise check fails", round);
+    return ar;
 }
 
 /* Property: from the plain greedy's solution, the improvement phase returns
@@ -444,12 +459,7 @@ static void test_improve_property(void)
         uint64_t lb = improve_lb(iv, n);
         uint64_t ar0 = improve_start(iv, n, lb, start);
         uint64_t work = 2000 + test_rand(&seed) % 50000;
-        uint64_t ar = ar0, ar2 = ar0;
-        memcpy(off, start, n * sizeof *off);
-        memcpy(off2, start, n * sizeof *off2);
-        CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off, &ar) == 0);
-        CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off2, &ar2) == 0);
-        improve_oracle_check(round, iv, n, off, off2, ar, ar2, lb, ar0);
+        uint64_t ar = improve_oracle_run(round, iv, n, lb, work, false, start, ar0, lb, off, off2);
         if (ar < ar0) better++;
         for (size_t i = 0; i < n; i++) if (iv[i].size && iv[i].fixed_offset != BP_NO_OFFSET) { with_fixed++; break; }
     }
@@ -606,13 +616,8 @@ static void test_recreate_oracle(void)
         uint64_t ar0, lb;
         improve_oracle_instance(&seed, iv, n, start, &ar0, &lb);
         uint64_t opt = small ? brute_opt(iv, n, ord, bo) : lb;
-        uint64_t ar = ar0, ar2 = ar0;
         uint64_t work = 3000 + test_rand(&seed) % 30000;
-        memcpy(off, start, n * sizeof *off);
-        memcpy(off2, start, n * sizeof *off2);
-        CHECK(bp__assign_improve_ex(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, 0, off, &ar) == 0);
-        CHECK(bp__assign_improve_ex(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, 0, off2, &ar2) == 0);
-        improve_oracle_check(round, iv, n, off, off2, ar, ar2, opt, ar0);
+        uint64_t ar = improve_oracle_run(round, iv, n, lb, work, true, start, ar0, opt, off, off2);
         if (ar < ar0) better++;
         if (small && ar0 > opt) { tiny++; hit += ar == opt; }
     }
@@ -646,16 +651,11 @@ static void test_improve_probe(void)
         improve_oracle_instance(&seed, iv, n, start, &ar0, &lb);
         uint64_t opt = small ? brute_opt(iv, n, ord, bo) : lb;
         uint64_t cap = lb + lb / 100 * 7;
-        uint64_t ar = ar0, ar2 = ar0;
-        memcpy(off, start, n * sizeof *off);
-        memcpy(off2, start, n * sizeof *off2);
         /* the phase spends 2 units per sized interval on setup: one unit
          * more leaves room for the probe and for one recreate at most */
         uint64_t work = 1;
         for (size_t i = 0; i < n; i++) work += iv[i].size ? 2 : 0;
-        CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off, &ar) == 0);
-        CHECK(bp__assign_improve(&bp__libc_allocator, iv, n, lb, 2000000, work, 0, off2, &ar2) == 0);
-        improve_oracle_check(round, iv, n, off, off2, ar, ar2, opt, ar0);
+        uint64_t ar = improve_oracle_run(round, iv, n, lb, work, false, start, ar0, opt, off, off2);
         if (small && opt <= cap && ar0 > cap + cap / 100 * 3) { eligible++; hit += ar <= cap; }
         if (!small && ar0 > cap + cap / 100 * 3) { big++; bighit += ar <= cap; }
     }
