@@ -311,7 +311,10 @@ int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, ui
     {
         const uint32_t *base = rank + (size_t)best_h * k;
         uint64_t cur = best;
+        /* the last full pass: the best one, else the incoming layout (a
+         * static pass cut off above the best leaves c.off partly unwritten) */
         if (improved) memcpy(c.off, boff, (size_t)k * sizeof *c.off);
+        else for (uint32_t b = 0; b < k; b++) c.off[b] = offsets[c.orig[b]];
         /* passes: bounded by the work budget and by a count that grows with
          * the instance (tiny ones converge in a few passes) */
         uint64_t max_passes = work > 1000000 ? 64 + 16 * (uint64_t)k : 16 + (uint64_t)k / 8;

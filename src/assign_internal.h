@@ -8,10 +8,12 @@
 /* Canonical greedy with squeaky-wheel reordering (assign_greedy.c) over the
  * intervals with size > 0 (fixed offsets are obstacles).  Runs greedy passes
  * until `work` (overlap visits, a deterministic budget) is spent, the lower
- * bound `lb` is reached, or the clock passes `deadline` (0 = none).  When a
- * pass beats *arena, offsets[] (all n, zero-size ones untouched) and *arena
- * are updated.  Returns 0, 1 when the instance has too many overlaps for it
- * (nothing done), or -1 out of memory. */
+ * bound `lb` is reached, or the clock passes `deadline` (0 = none).  On entry
+ * offsets[] holds a packing of height *arena (the squeaky wheel starts from
+ * its blame when no static order beats it); when a pass beats *arena,
+ * offsets[] (all n, zero-size ones untouched) and *arena are updated.
+ * Returns 0, 1 when the instance has too many overlaps for it (nothing
+ * done), or -1 out of memory. */
 /* bestfit with options: quality != 0 skips the fast time-order path, tries
  * every order, and gives the greedy a larger work budget; the deadline
  * (seconds on bp__now(), 0 = none) only cuts it short. */
@@ -86,5 +88,22 @@ typedef struct bp__probe { uint64_t cap; int order; int64_t limit; } bp__probe;
  * Returns 0, or -1 out of memory. */
 int bp__assign_search_probe(const bp_allocator *a, const bp_interval *iv, size_t n, const bp__probe *steps,
                             int n_steps, uint64_t max_nodes, uint64_t *offsets, uint64_t *arena, uint64_t *nodes);
+
+/* Chains of same-size, same-alignment free buffers where one starts when
+ * the previous ends, each merged into one interval (assign_chain.c): a
+ * packing of iv[0..n) is a packing of the input with every part at its
+ * chain's offset.  of[i] = the chain of input interval i (UINT32_MAX for
+ * size 0); pre-placed intervals are chains of one.  n < the sized input
+ * intervals when anything was merged. */
+typedef struct bp__chains {
+    bp_interval *iv;
+    size_t n, cap;   /* chains; cap = allocated */
+    uint32_t *of;    /* n_in */
+    size_t n_in;
+} bp__chains;
+
+/* Returns 0, or -1 out of memory (*out then holds nothing). */
+int bp__assign_chains(const bp_allocator *a, const bp_interval *iv, size_t n, bp__chains *out);
+void bp__assign_chains_free(const bp_allocator *a, bp__chains *c);
 
 #endif

@@ -510,6 +510,9 @@ static inline void sr_raise(sr_ctx *c, uint32_t x, uint64_t h)
     if (c->shi[x] > c->rhi) c->rhi = c->shi[x];
 }
 
+/* Places b at o: raises the floors of the unplaced buffers it overlaps and
+ * of its sections, logging the old values for sr_unplace.  Returns false,
+ * having changed nothing, when the logs cannot grow (out of memory). */
 static bool sr_place(sr_ctx *c, uint32_t b, uint64_t o)
 {
     uint32_t deg = c->ov_off[b + 1] - c->ov_off[b], span = c->shi[b] - c->slo[b];
@@ -1152,15 +1155,20 @@ static int sr_try(sr_ctx *c, size_t fi)
         }
         if (fast && !sr_predict(c, cd.b, cd.off)) {
 #ifndef NDEBUG
-            /* debug builds (the tests): the placement fails the full check */
-            if (sr_place(c, cd.b, cd.off)) {
-                for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]--;
-                if (sr_sections_ok_full(c, f->s0, f->s1, cd.b, cd.off, f->u.n.trm)) {
-                    fprintf(stderr, "search: predicted section check fails, the full check passes\n");
-                    abort();
-                }
-                for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]++;
+            /* debug builds (the tests): the placement fails the full check
+             * (a placement that could not grow its undo logs changed
+             * nothing: out of memory, as below) */
+            if (!sr_place(c, cd.b, cd.off)) {
+                c->oom = true;
+                c->cand_n = f->u.n.base;
+                return SR_ABORTED;
             }
+            for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]--;
+            if (sr_sections_ok_full(c, f->s0, f->s1, cd.b, cd.off, f->u.n.trm)) {
+                fprintf(stderr, "search: predicted section check fails, the full check passes\n");
+                abort();
+            }
+            for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]++;
             sr_unplace(c, cd.b, f->u.n.trm, f->u.n.tsm);
 #endif
             int r = sr_next(c, f, cd.b);
@@ -1174,9 +1182,8 @@ static int sr_try(sr_ctx *c, size_t fi)
             l[i] = y; c->pos[y] = i;
             l[j] = cd.b; c->pos[cd.b] = j;
         }
-        if (!sr_place(c, cd.b, cd.off)) {
+        if (!sr_place(c, cd.b, cd.off)) {   /* it changed nothing */
             c->oom = true;
-            sr_unplace(c, cd.b, f->u.n.trm, f->u.n.tsm);
             c->cand_n = f->u.n.base;
             return SR_ABORTED;
         }
