@@ -500,6 +500,89 @@ static void test_large_no_growth(void)
     free(slot);
 }
 
+/* The plain API after warm-up: the synthetic trace replayed through
+ * bp_pool_alloc / bp_pool_dealloc, the statistics read after every replay
+ * (which returns the plain thread cache to the lists), makes no OS call
+ * after the first replay.  The plain cache used to keep the pieces of the
+ * large region that smaller classes (128 KiB - 1 MiB) had borrowed; the
+ * statistics returned them, they merged back, the next replay cut them
+ * again at other addresses, between free large blocks, and a 16 MiB request
+ * found no fit: one region growth in the second replay (the bench's
+ * "pool-plain OS calls 1").  Then the rule itself: a freed region piece
+ * goes back to the region at once, so a 16 MiB request right after it
+ * starts where the piece was (a cached piece would push it up). */
+static void test_plain_no_growth(void)
+{
+    enum { N = 20000 };
+    uint64_t *ev = malloc(N * sizeof *ev);
+    int *slot = malloc(N * sizeof *slot);
+    REQUIRE(ev && slot);
+    syn_trace(1, N, ev, slot);
+    double ov;
+    uint64_t calls = syn_replay(ev, slot, N, 6, 1, 0, 1, &ov);
+    printf("plain API: %" PRIu64 " OS calls after the first replay, peak reserved / peak in use %.3f\n", calls, ov);
+    CHECK_MSG(calls == 0, "plain API: the pool grew %" PRIu64 " times after the first replay", calls);
+    free(ev);
+    free(slot);
+
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+    REQUIRE(p);
+    void *big = NULL, *piece = NULL, *again = NULL;
+    /* 40 MiB: the region, and a pool past the small-pool cache floor */
+    CHECK_OK(bp_pool_alloc(p, 40 * MiB, &big, &err), err);
+    CHECK_OK(bp_pool_dealloc(p, big, &err), err);
+    /* 300 KiB: its class has no memory, it borrows from the region's start */
+    CHECK_OK(bp_pool_alloc(p, 300 * KiB, &piece, &err), err);
+    CHECK_MSG(piece == big, "the 300 KiB piece is at %p, the region starts at %p", piece, big);
+    CHECK_OK(bp_pool_dealloc(p, piece, &err), err);
+    bp_pool_stats s0, s1;
+    CHECK_OK(bp_pool_alloc(p, 16 * MiB, &again, &err), err);
+    CHECK_MSG(again == big, "16 MiB after the freed piece: %p, the region starts at %p (the piece was cached)", again,
+              big);
+    bp_pool_get_stats(p, &s0);
+    CHECK_OK(bp_pool_dealloc(p, again, &err), err);
+    CHECK_OK(bp_pool_alloc(p, 40 * MiB, &again, &err), err);
+    bp_pool_get_stats(p, &s1);
+    CHECK(again == big && s1.os_calls == s0.os_calls);
+    CHECK_OK(bp_pool_dealloc(p, again, &err), err);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_free(p);
+}
+
+/* Region requests in a pool past the small-pool cache floor keep their
+ * size, rounded to 64 KiB, not to a cache class (they are never cached
+ * there); in a small pool they are class-rounded as before. */
+static void test_region_size(void)
+{
+    bp_error err = {0};
+    for (int use_local = 0; use_local <= 1; use_local++) {
+        bp_pool *p = NULL;
+        CHECK_OK(bp_pool_new(NULL, &p, &err), err);
+        REQUIRE(p);
+        bp_pool_local *l = NULL;
+        if (use_local) CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+        void *a = NULL, *b = NULL;
+        /* small pool: 4.5 MiB takes its class, 5 MiB */
+        CHECK_OK(l ? bp_pool_local_alloc(l, 9 * MiB / 2, &a, &err) : bp_pool_alloc(p, 9 * MiB / 2, &a, &err), err);
+        CHECK_MSG(bp_pool_block_bytes(p, a) == 5 * MiB, "%s, small pool: 4.5 MiB got %" PRIu64,
+                  l ? "handle" : "plain", bp_pool_block_bytes(p, a));
+        /* 40 MiB more: the cache bound leaves its floor */
+        CHECK_OK(l ? bp_pool_local_alloc(l, 40 * MiB, &b, &err) : bp_pool_alloc(p, 40 * MiB, &b, &err), err);
+        CHECK_OK(l ? bp_pool_local_dealloc(l, b, &err) : bp_pool_dealloc(p, b, &err), err);
+        CHECK_OK(l ? bp_pool_local_alloc(l, 9 * MiB + 1000, &b, &err) : bp_pool_alloc(p, 9 * MiB + 1000, &b, &err),
+                 err);
+        CHECK_MSG(bp_pool_block_bytes(p, b) == 9 * MiB + 64 * KiB, "%s: 9 MiB + 1000 got %" PRIu64 " (class: 10 MiB)",
+                  l ? "handle" : "plain", bp_pool_block_bytes(p, b));
+        CHECK_OK(l ? bp_pool_local_dealloc(l, b, &err) : bp_pool_dealloc(p, b, &err), err);
+        CHECK_OK(l ? bp_pool_local_dealloc(l, a, &err) : bp_pool_dealloc(p, a, &err), err);
+        CHECK_OK(bp__pool_check(p, 1, &err), err);
+        bp_pool_local_free(l);
+        bp_pool_free(p);
+    }
+}
+
 /* Fragmentation must not drift: over a long random workload of mixed sizes
  * with a bounded live set, the overhead (bytes reserved per byte of peak
  * demand) must not grow after warm-up.  Returns the overhead at the end
@@ -1617,6 +1700,8 @@ int main(void)
     test_region();
     test_region_handover();
     test_large_no_growth();
+    test_plain_no_growth();
+    test_region_size();
     test_merge();
     test_exhaustion();
     test_arena();
