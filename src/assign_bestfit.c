@@ -37,11 +37,13 @@
  * to its chains (assign_chain.c: same-size buffers where one starts as the
  * previous ends, merged, so each chain's parts share an offset) when it has
  * any: a smaller instance whose packings are the input's, on which the
- * constructions land much nearer the optimum (MiniMalloc's E 1.066 -> 1.023,
- * J 1.013 -> 1.000, B and C at their bound in 20 of 20 seeds, was 16 and 15).  With fixed offsets (or too many overlapping
- * pairs for the skyline), the canonical greedy (assign_greedy.c: skyline
- * packing, lowest floor first, static priorities, squeaky wheel) with its
- * squeaky-wheel passes, then an iterated greedy over placement orders.
+ * constructions land much nearer the optimum (MiniMalloc's E 1.066 ->
+ * 1.023, J 1.013 -> 1.000; B and C at their bound in 20 of 20 seeds of the
+ * constructions, were 16 and 15).  With fixed offsets (or too many
+ * overlapping pairs for the skyline), the canonical greedy
+ * (assign_greedy.c: skyline packing, lowest floor first, static
+ * priorities, squeaky wheel) with its squeaky-wheel passes, then an
+ * iterated greedy over placement orders.
  * This brings the MiniMalloc instances from ~1.07-1.19 to ~1.00-1.02 x
  * the best known, all but D and E at their bound (docs/BENCHMARKS.md).
  * Search's incumbent phase (quality mode) runs the greedy on its larger
@@ -92,8 +94,8 @@
 #define BF_IMPROVE_WORK 720000u
 /* ... of which this share (per mille) goes to the constructions on the
  * input itself and the rest to those on its chains (bf_chains) when it has
- * any: all to the chains lost densenet121's bound (1 in 11,000 above it),
- * 10% keeps it and B, C at theirs in 12 of 12 seeds. */
+ * any: all to the chains lost densenet121's bound (1 in 11,000 above it);
+ * 10% keeps it, and B, C at theirs in 20 of 20 seeds. */
 #define BF_IMPROVE_PRE 100u
 /* Before the skyline: decision probes of search (bp__assign_search_probe)
  * at max-live, with the static order TWA (limit BF_PROBE_TWA_M x m nodes)
