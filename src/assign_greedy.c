@@ -114,17 +114,6 @@ static uint64_t gr_pass(gr_ctx *c, const uint32_t *prio, uint64_t cutoff)
     return arena;
 }
 
-typedef struct gr_key { uint64_t k1, k2, k3; uint32_t b; } gr_key;
-
-static int gr_cmp_key(const void *x, const void *y)
-{
-    const gr_key *a = x, *b = y;
-    if (a->k1 != b->k1) return a->k1 < b->k1 ? 1 : -1;
-    if (a->k2 != b->k2) return a->k2 < b->k2 ? 1 : -1;
-    if (a->k3 != b->k3) return a->k3 < b->k3 ? 1 : -1;
-    return (a->b > b->b) - (a->b < b->b);
-}
-
 static void gr_free(gr_ctx *c)
 {
     const bp_allocator *a = c->a;
@@ -168,7 +157,7 @@ int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, ui
     uint32_t *live = bp__alloc(a, (size_t)nt * sizeof *live), *where = bp__alloc(a, (size_t)nt * sizeof *where);
     uint64_t *secmax = NULL, *T = NULL, *len = NULL, *boff = NULL;
     uint32_t *pa = NULL, *pb = NULL, *rank = NULL, *prio = NULL;
-    gr_key *keys = NULL;
+    bp__prio_key *keys = NULL;
     double *blame = NULL;
     c.k = k; c.nf = nf;
     c.orig = bp__alloc(a, (size_t)k * sizeof *c.orig);
@@ -295,7 +284,7 @@ int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, ui
             default: keys[b].k1 = A; keys[b].k2 = c.size[b]; keys[b].k3 = 0; break;
             }
         }
-        qsort(keys, k, sizeof *keys, gr_cmp_key);
+        qsort(keys, k, sizeof *keys, bp__prio_key_cmp);
         for (uint32_t r = 0; r < k; r++) rank[(size_t)h * k + keys[r].b] = r;
     }
     uint64_t best = *arena;
@@ -334,7 +323,7 @@ int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, ui
                 keys[b].k2 = UINT64_MAX - base[b];
                 keys[b].k3 = 0;
             }
-            qsort(keys, k, sizeof *keys, gr_cmp_key);
+            qsort(keys, k, sizeof *keys, bp__prio_key_cmp);
             for (uint32_t r = 0; r < k; r++) prio[keys[r].b] = r;
             uint64_t ar = gr_pass(&c, prio, UINT64_MAX);
             cur = ar;

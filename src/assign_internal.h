@@ -34,6 +34,20 @@ static inline const bp_allocator *bp__assign_alloc(const bp_assign_options *o)
 bp_status bp__intervals_check_alloc(const bp_allocator *a, const bp_interval *iv, size_t n,
                                     const uint64_t *offsets, uint64_t arena, bp_error *err);
 
+/* A buffer's key under a static priority order (the greedy's and search's
+ * orders): k1, k2, k3 descending, then the buffer ascending, so that every
+ * sort of them is deterministic. */
+typedef struct bp__prio_key { uint64_t k1, k2, k3; uint32_t b; } bp__prio_key;
+
+static inline int bp__prio_key_cmp(const void *x, const void *y)
+{
+    const bp__prio_key *a = x, *b = y;
+    if (a->k1 != b->k1) return a->k1 < b->k1 ? 1 : -1;
+    if (a->k2 != b->k2) return a->k2 < b->k2 ? 1 : -1;
+    if (a->k3 != b->k3) return a->k3 < b->k3 ? 1 : -1;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
 /* An end point of a sized interval, as the greedy, the improvement phase
  * and search number them: free intervals 0..k-1, pre-placed ones k.., each
  * in input order; end = 1 for the upper end. */

@@ -136,7 +136,7 @@ typedef struct sr_ctx {
     bool pre_done[4];       /* pre of heuristic h is ranked */
     uint64_t *len;          /* k: lifetime length (upper - lower) */
     uint32_t *wrank;        /* k: working ranks (sub-parts re-rank theirs) */
-    struct sr_key *keys, *keys2;  /* k each: scratch for re-ranking */
+    bp__prio_key *keys, *keys2;  /* k each: scratch for re-ranking */
 #ifndef NDEBUG
     uint32_t *dbg_w;        /* 2k: scratch for the debug builds' cross-checks */
 #endif
@@ -223,22 +223,10 @@ static uint64_t sr_gcd(uint64_t a, uint64_t b)
     return a;
 }
 
-/* Sort helper: buffers by the key arrays of a heuristic (descending), then index. */
-typedef struct sr_key { uint64_t k1, k2, k3; uint32_t b; } sr_key;
-
-static int sr_cmp_key(const void *x, const void *y)
-{
-    const sr_key *a = x, *b = y;
-    if (a->k1 != b->k1) return a->k1 < b->k1 ? 1 : -1;
-    if (a->k2 != b->k2) return a->k2 < b->k2 ? 1 : -1;
-    if (a->k3 != b->k3) return a->k3 < b->k3 ? 1 : -1;
-    return (a->b > b->b) - (a->b < b->b);
-}
-
 /* Keys of buffer b under heuristic h (MiniMalloc's letters, all
  * descending): T = largest unplaced total of a section it lives in (from
  * `tot`), C = sections spanned, A = area, W = length. */
-static sr_key sr_key_of(const struct sr_ctx *c, uint32_t b, int h, const uint64_t *tot);
+static bp__prio_key sr_key_of(const struct sr_ctx *c, uint32_t b, int h, const uint64_t *tot);
 
 /* Ranks list[0..cnt) by heuristic c->h with section totals `tot` into
  * c->wrank (0 .. cnt-1). */
@@ -347,14 +335,14 @@ static uint64_t sr_fixed_above(const sr_ctx *c, uint32_t s, uint64_t from)
     return t;
 }
 
-static sr_key sr_key_of(const sr_ctx *c, uint32_t b, int h, const uint64_t *tot)
+static bp__prio_key sr_key_of(const sr_ctx *c, uint32_t b, int h, const uint64_t *tot)
 {
     uint64_t T = 0;
     if (tot) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) if (tot[s] > T) T = tot[s];
     uint64_t C = c->shi[b] - c->slo[b], len = c->len[b];
     uint64_t A = c->size[b] * len;
     if (len && A / len != c->size[b]) A = UINT64_MAX;
-    sr_key k;
+    bp__prio_key k;
     k.b = b;
     switch (h) {
     case 0: k.k1 = len; k.k2 = A; k.k3 = T; break;    /* WAT */
@@ -365,23 +353,23 @@ static sr_key sr_key_of(const sr_ctx *c, uint32_t b, int h, const uint64_t *tot)
     return k;
 }
 
-static inline bool sr_key_lt(const sr_key *x, const sr_key *y)
+static inline bool sr_key_lt(const bp__prio_key *x, const bp__prio_key *y)
 {
-    return sr_cmp_key(x, y) < 0;
+    return bp__prio_key_cmp(x, y) < 0;
 }
 
 /* keys (the buffer index breaks ties): re-ranking split-off parts is hot
  * in bestfit's short probes */
-SR_DEFINE_SORT(sr_sort_keys, sr_key, sr_key_lt, 24)
+SR_DEFINE_SORT(sr_sort_keys, bp__prio_key, sr_key_lt, 24)
 
 /* Keys of a whole part or sub-part: runs of 16 sorted in place, then merged
  * through tmp (n of them) -- about half the compares and moves of the heap
  * sort, which this replaced in every probe's static orders. */
-static void sr_msort_keys(sr_key *a, sr_key *tmp, size_t n)
+static void sr_msort_keys(bp__prio_key *a, bp__prio_key *tmp, size_t n)
 {
     enum { RUN = 16 };
     for (size_t i = 0; i < n; i += RUN) sr_sort_keys(a + i, n - i < RUN ? n - i : RUN);
-    sr_key *src = a, *dst = tmp;
+    bp__prio_key *src = a, *dst = tmp;
     for (size_t w = RUN; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
@@ -390,7 +378,7 @@ static void sr_msort_keys(sr_key *a, sr_key *tmp, size_t n)
             while (i < mid) dst[o++] = src[i++];
             while (j < hi) dst[o++] = src[j++];
         }
-        sr_key *t = src; src = dst; dst = t;
+        bp__prio_key *t = src; src = dst; dst = t;
     }
     if (src != a) memcpy(a, src, n * sizeof *a);
 }
@@ -433,7 +421,7 @@ static bool sr_rank_sub(sr_ctx *c, const uint32_t *list, uint32_t cnt, const uin
         sr_msort_keys(c->keys, c->keys2, k);
         uint32_t g = 0;
         for (uint32_t r = 0; r < k; r++) {
-            const sr_key *y = &c->keys[r];
+            const bp__prio_key *y = &c->keys[r];
             if (h == 0 && r > 0 && (y->k1 != y[-1].k1 || y->k2 != y[-1].k2)) g++;
             c->sk[h][y->b] = h == 0 ? g : r;
             c->sk[h][k + r] = y->b;
