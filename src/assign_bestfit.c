@@ -564,37 +564,36 @@ static uint64_t bf_segments(const bp_allocator *a, const bp_interval *iv, size_t
     return s;
 }
 
-/* The improvement phase on the chains of iv (assign_chain.c) with `work`
- * units, from a stacked layout; a packing below *arena is written back to
- * offsets[] (every part at its chain's offset).  1 when it ran, 0 when
- * there are no chains (or too many overlaps), -1 out of memory. */
-static int bf_chains(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t work,
-                     uint64_t *offsets, uint64_t *arena)
+/* The improvement phase on the chains of iv (assign_chain.c; m sized
+ * intervals) with `work` units, from naive's stack of them; a packing below
+ * *arena is written back to offsets[] (every part at its chain's offset).
+ * 1 when it ran, 0 when there are no chains (or too many overlaps), -1 out
+ * of memory. */
+static int bf_chains(const bp_allocator *a, const bp_interval *iv, size_t n, uint32_t m, uint64_t lb,
+                     uint64_t work, uint64_t *offsets, uint64_t *arena)
 {
     bp__chains ch;
     if (bp__assign_chains(a, iv, n, &ch) < 0) return -1;
-    size_t sized = 0;
-    for (size_t i = 0; i < n; i++) sized += iv[i].size > 0;
     int rc = 0;
-    if (ch.n < sized) {
+    if (ch.n < m) {
         uint64_t *co = bp__alloc(a, (ch.n ? ch.n : 1) * sizeof *co);
-        if (!co) { rc = -1; goto out; }
-        uint64_t top = 0;
-        for (size_t q = 0; q < ch.n; q++) {
-            uint64_t al = ch.iv[q].alignment > 1 ? ch.iv[q].alignment : 1;
-            co[q] = bp__align_up(top, al);
-            top = co[q] + ch.iv[q].size;
-        }
-        rc = bp__assign_improve(a, ch.iv, ch.n, lb, BF_IMPROVE_PAIRS, work, 0, co, &top);
-        if (rc == 0 && top < *arena) {
-            for (size_t i = 0; i < n; i++)
-                if (ch.of[i] != UINT32_MAX) offsets[i] = co[ch.of[i]];
-            *arena = top;
+        bp_assign_result r;
+        bp_error e;
+        if (!co) rc = -1;
+        /* naive cannot fail here: its stack is as high as the input's,
+         * which bestfit stacked first */
+        else if (bp__assign_naive(ch.iv, ch.n, co, &r, &e) == BP_OK) {
+            uint64_t top = r.arena_bytes;
+            rc = bp__assign_improve(a, ch.iv, ch.n, lb, BF_IMPROVE_PAIRS, work, 0, co, &top);
+            if (rc == 0 && top < *arena) {
+                for (size_t i = 0; i < n; i++)
+                    if (ch.of[i] != UINT32_MAX) offsets[i] = co[ch.of[i]];
+                *arena = top;
+            }
+            rc = rc == 0 ? 1 : rc > 0 ? 0 : -1;
         }
         bp__free(a, co, (ch.n ? ch.n : 1) * sizeof *co);
-        rc = rc == 0 ? 1 : rc > 0 ? 0 : -1;
     }
-out:
     bp__assign_chains_free(a, &ch);
     return rc;
 }
@@ -847,7 +846,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         if (g < 0) goto oom;
         sky = g == 0;
         if (sky && best > lb) {
-            g = bf_chains(a, iv, n, lb, iw - pre, offsets, &best);
+            g = bf_chains(a, iv, n, m, lb, iw - pre, offsets, &best);
             if (g == 0) g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, iw - pre, 0, offsets, &best);
             if (g < 0) goto oom;
         }

@@ -33,6 +33,12 @@ static int ch_cmp(const void *x, const void *y)
     return (a->i > b->i) - (a->i < b->i);
 }
 
+/* Whether interval x can be part of a chain: sized, free, with a lifetime. */
+static inline bool ch_candidate(const bp_interval *x)
+{
+    return x->size && x->fixed_offset == BP_NO_OFFSET && x->lower < x->upper;
+}
+
 static bool ch_same(const ch_key *a, const ch_key *b)
 {
     return a->size == b->size && a->align == b->align && a->t == b->t;
@@ -40,7 +46,7 @@ static bool ch_same(const ch_key *a, const ch_key *b)
 
 void bp__assign_chains_free(const bp_allocator *a, bp__chains *c)
 {
-    bp__free(a, c->iv, (c->cap ? c->cap : 1) * sizeof *c->iv);
+    bp__free(a, c->iv, (c->n ? c->n : 1) * sizeof *c->iv);
     bp__free(a, c->of, (c->n_in ? c->n_in : 1) * sizeof *c->of);
     c->iv = NULL;
     c->of = NULL;
@@ -50,12 +56,10 @@ int bp__assign_chains(const bp_allocator *a, const bp_interval *iv, size_t n, bp
 {
     out->n = 0;
     out->n_in = n;
-    out->cap = 0;
     out->iv = NULL;
     out->of = NULL;
     uint32_t m = 0;   /* sized, free, non-empty intervals: the candidates */
-    for (size_t i = 0; i < n; i++)
-        if (iv[i].size && iv[i].fixed_offset == BP_NO_OFFSET && iv[i].lower < iv[i].upper) m++;
+    for (size_t i = 0; i < n; i++) m += ch_candidate(&iv[i]);
     size_t nm = m ? m : 1;
     ch_key *ends = bp__alloc(a, nm * sizeof *ends), *starts = bp__alloc(a, nm * sizeof *starts);
     uint32_t *next = bp__alloc(a, (n ? n : 1) * sizeof *next);
@@ -67,7 +71,7 @@ int bp__assign_chains(const bp_allocator *a, const bp_interval *iv, size_t n, bp
         uint32_t k = 0;
         for (size_t i = 0; i < n; i++) {
             next[i] = UINT32_MAX;
-            if (!(iv[i].size && iv[i].fixed_offset == BP_NO_OFFSET && iv[i].lower < iv[i].upper)) continue;
+            if (!ch_candidate(&iv[i])) continue;
             uint64_t al = iv[i].alignment > 1 ? iv[i].alignment : 1;
             ends[k] = (ch_key){ iv[i].size, al, iv[i].upper, (uint32_t)i };
             starts[k] = (ch_key){ iv[i].size, al, iv[i].lower, (uint32_t)i };
@@ -88,20 +92,20 @@ int bp__assign_chains(const bp_allocator *a, const bp_interval *iv, size_t n, bp
      * of a chain), in input order. */
     size_t n_out = 0;
     for (size_t i = 0; i < n; i++) n_out += iv[i].size && !is_tail[i];
-    out->cap = n_out;
     out->iv = bp__alloc(a, (n_out ? n_out : 1) * sizeof *out->iv);
     if (!out->iv) goto done;
+    out->n = n_out;
     for (size_t i = 0; i < n; i++) out->of[i] = UINT32_MAX;
+    uint32_t id = 0;
     for (size_t i = 0; i < n; i++) {
         if (!iv[i].size || is_tail[i]) continue;
-        uint32_t id = (uint32_t)out->n++;
         bp_interval x = iv[i];
         out->of[i] = id;
         for (uint32_t j = next[i]; j != UINT32_MAX; j = next[j]) {
             x.upper = iv[j].upper;
             out->of[j] = id;
         }
-        out->iv[id] = x;
+        out->iv[id++] = x;
     }
     rc = 0;
 done:

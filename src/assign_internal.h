@@ -110,8 +110,8 @@ int bp__assign_search_probe(const bp_allocator *a, const bp_interval *iv, size_t
  * size 0); pre-placed intervals are chains of one.  n < the sized input
  * intervals when anything was merged. */
 typedef struct bp__chains {
-    bp_interval *iv;
-    size_t n, cap;   /* chains; cap = allocated */
+    bp_interval *iv; /* n chains */
+    size_t n;
     uint32_t *of;    /* n_in */
     size_t n_in;
 } bp__chains;

@@ -2158,8 +2158,7 @@ bp_status bp_pool_local_dealloc(bp_pool_local *l, void *ptr, bp_error *err)
      * bound is LOC_MIN_CAP or more, or set by the user) nor a region block
      * kept out of the cache, so the bound is its one test */
     if (__builtin_expect(size >= LOC_SMALL_KEEP || l->bytes + size > cap, 0)) {
-        if (u >= 2 * LOC_MAX_U || (size >= REGION_NOCACHE && b->chunk->va && cap > LOC_MIN_CAP) /* region_nocache */ ||
-            !loc_keep(l, size, loc_floor(u), cap))
+        if (u >= 2 * LOC_MAX_U || region_nocache(l, b) || !loc_keep(l, size, loc_floor(u), cap))
             return local_dealloc_slow(l, ptr, b->id, err);
     }
     unsigned c = loc_floor(u);
