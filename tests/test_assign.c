@@ -961,7 +961,11 @@ static void test_chains_faults(void)
         o.alloc = &a;
         bp_status s = bp_assign_intervals(iv, N, BP_ASSIGN_BESTFIT, &o, off, &r, &e);
         /* (max-live's radix scratch has a fallback: a failure there changes nothing) */
-        if (l.failed && s != BP_OK) CHECK_MSG(s == BP_ERR_NOMEM, "bestfit: allocation %lu failed, status %d", k, (int)s);
+        if (l.failed && s != BP_OK) {
+            CHECK_MSG(s == BP_ERR_NOMEM, "bestfit: allocation %lu failed, status %d", k, (int)s);
+            CHECK_MSG(strstr(e.msg, ": out of memory for 40 intervals") != NULL, "bestfit: allocation %lu: "
+                      "message \"%s\"", k, e.msg);
+        }
         else CHECK_MSG(s == BP_OK && r.arena_bytes == rr.arena_bytes && !memcmp(off, ref, sizeof off),
                        "bestfit: allocation %lu%s: another result", k, l.failed ? " failed" : "");
         nomem += s == BP_ERR_NOMEM;
