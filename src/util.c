@@ -63,6 +63,11 @@ void *bp__calloc(const bp_allocator *a, size_t n, size_t size)
 {
     size_t total;
     if (__builtin_mul_overflow(n, size, &total)) return NULL;
+    /* libc's calloc hands out fresh pages untouched, where alloc + memset
+     * writes them all: a pool's page map (4 bytes per 256-byte granule, 1.6%
+     * of its memory) then costs resident memory only where blocks start
+     * (the transformer trace: 3.4 MiB of 205.8) */
+    if (a->alloc == libc_alloc) return bp__fault_fail() ? NULL : calloc(total ? total : 1, 1);
     void *p = a->alloc(a->ctx, total);
     if (p) memset(p, 0, total);
     return p;
