@@ -95,7 +95,7 @@ static bp_status ex_storage_alloc(bp_exec *ex, int32_t r, int thr, bp__exec_loca
         if (!p) return bp__err(err, BP_ERR_NOMEM, "%s: tensor \"%s\": malloc of %llu bytes failed", ex->g->name,
                                bp_graph_tensor_name(ex->g, r), (unsigned long long)need);
     } else {
-        bp_status s = bp_pool_alloc(ex->pool, need, &p, err);
+        bp_status s = L->pl ? bp_pool_local_alloc(L->pl, need, &p, err) : bp_pool_alloc(ex->pool, need, &p, err);
         if (s) return s;
         got = bp_pool_block_bytes(ex->pool, p);
     }
@@ -115,6 +115,7 @@ static void ex_storage_release(bp_exec *ex, int32_t r, bp__exec_local *L)
     if (!p) return;
     double t0 = ex->o.time_allocs && L ? bp__now() : 0;
     if (ex->o.dynamic_malloc) free(p);
+    else if (L && L->pl) bp_pool_local_dealloc(L->pl, p, NULL);
     else bp_pool_dealloc(ex->pool, p, NULL);
     if (L) {
         if (ex->o.time_allocs) L->alloc_seconds += bp__now() - t0;
@@ -236,6 +237,7 @@ static void ex_chain(bp_exec *ex, int32_t op, int thr, bp__exec_local *L)
 static void ex_work(bp_exec *ex, int thr)
 {
     bp__exec_local L = {0};
+    L.pl = thr < ex->n_ploc ? ex->ploc[thr] : NULL;
     pthread_mutex_lock(&ex->mu);
     for (;;) {
         bool stop = atomic_load_explicit(&ex->stop, memory_order_relaxed);
@@ -341,6 +343,7 @@ bp_status bp_exec_run(bp_exec *ex, bp_exec_run_stats *st, bp_error *err)
     }
     if (ex->threads <= 1) {
         bp__exec_local L = {0};
+        L.pl = ex->n_ploc ? ex->ploc[0] : NULL;
         for (int32_t s = 0; s < ex->no; s++) {
             int32_t op = ex->order[s];
             bp_status rs = ex_op(ex, op, 0, &L, &ex->run_err);
@@ -489,6 +492,7 @@ void bp_exec_free(bp_exec *ex)
         for (int i = 0; i < ex->n_tid; i++) pthread_join(ex->tid[i], NULL);
     }
     if (ex->sk && ex->sptr && ex->root && ex->mem) ex_release_all(ex);
+    for (int i = 0; i < ex->n_ploc; i++) bp_pool_local_free(ex->ploc[i]);
     bp_pool_free(ex->pool);
     bp_pool_free(ex->xpool);
     if (ex->sync_ok) {
@@ -736,6 +740,27 @@ static bp_status ex_setup_ops(bp_exec *ex, bp_error *err)
     return BP_OK;
 }
 
+/* One pool handle per worker for the storages allocated at run time: a
+ * handle's hit path has no lock, no atomic read-modify-write and no
+ * thread-specific lookup (the plain API has all three), and a storage freed
+ * by another worker goes back to its own arena's lists.  Worker i is the
+ * only thread that uses handle i during a run (worker 0 is the caller's
+ * thread, and runs do not overlap). */
+static bp_status ex_setup_handles(bp_exec *ex, bp_error *err)
+{
+    if (ex->o.dynamic_malloc) return BP_OK;
+    bool any = false;
+    for (int32_t r = 0; r < ex->nt && !any; r++) any = ex->root[r] == r && ex->sk[r] == BP__SK_POOL;
+    if (!any) return BP_OK;
+    int n = ex->threads > 1 ? ex->threads : 1;
+    if (!EX_ARR(ex, ex->ploc, n)) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", ex->g->name);
+    for (; ex->n_ploc < n; ex->n_ploc++) {
+        bp_status s = bp_pool_local_new(ex->pool, 0, &ex->ploc[ex->n_ploc], err);
+        if (s) return s;
+    }
+    return BP_OK;
+}
+
 /* Successors and predecessor counts, with fences where bytes are reused. */
 static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
 {
@@ -916,6 +941,7 @@ bp_status bp_exec_new(const bp_graph *g, const bp_plan *plan, const bp_exec_opti
     atomic_init(&ex->tick, 0);
     if ((s = ex_check_plan(ex, err))) goto fail;
     if ((s = ex_setup_memory(ex, err))) goto fail;
+    if ((s = ex_setup_handles(ex, err))) goto fail;
     if ((s = ex_setup_ops(ex, err))) goto fail;
     if (ex->threads > 1 && (s = ex_setup_deps(ex, err))) goto fail;
     if (pthread_mutex_init(&ex->mu, NULL)) { s = bp__err(err, BP_ERR_NOMEM, "%s: cannot create a mutex", g->name); goto fail; }

@@ -89,6 +89,7 @@ enum { BP__SK_NONE = 0, BP__SK_ARENA, BP__SK_POOL, BP__SK_FIXED };
 typedef struct bp__exec_local {
     double alloc_seconds;
     uint64_t n_allocs, n_frees, n_ops;
+    bp_pool_local *pl;             /* the worker's pool handle (ex->ploc), NULL: the plain pool API */
 } bp__exec_local;
 
 typedef struct bp__exec_block { void *p; size_t n; } bp__exec_block;
@@ -148,6 +149,9 @@ struct bp_exec {
     bool kdirty;
     /* memory */
     bp_pool *pool, *xpool;
+    bp_pool_local **ploc;          /* threads: worker i's handle on pool for POOL storages (NULL: none, or
+                                      dynamic_malloc) */
+    int n_ploc;
     uint64_t arena_bytes, external_bytes, safe_bytes;
     atomic_uint_fast64_t cur_bytes, peak_bytes;
     /* history and hashes */

@@ -46,6 +46,20 @@ static void test_generated(void)
             bp_pool_stats ps;
             bp_pool_get_stats(bp_exec_pool(dy), &ps);
             CHECK_MSG(ps.n_allocs > 0, "%s: dynamic mode allocated nothing", gname);
+            CHECK_MSG(ps.n_locals == 1, "%s: dynamic mode: %llu pool handles (one per worker)", gname,
+                      (unsigned long long)ps.n_locals);
+            /* the run's blocks went back to the worker's handle: a second run takes them from its cache */
+            uint64_t hits = ps.cache_hits;
+            CHECK_OK(bp_exec_run(dy, NULL, &e), e);
+            bp_pool_get_stats(bp_exec_pool(dy), &ps);
+            CHECK_MSG(ps.cache_hits > hits, "%s: the second dynamic run took no block from the worker's handle", gname);
+            if (safe) CHECK_MSG(eu_diff_outputs(g, dy, safe) == 0, "%s: second dynamic run differs from safe", gname);
+        }
+        if (dm) {
+            bp_pool_stats ps;
+            bp_pool_get_stats(bp_exec_pool(dm), &ps);
+            CHECK_MSG(ps.n_locals == 0, "%s: dynamic mode with malloc made %llu pool handles", gname,
+                      (unsigned long long)ps.n_locals);
         }
         for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
             bp_plan_options po;

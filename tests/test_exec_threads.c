@@ -40,7 +40,18 @@ static void test_generated_parallel(void)
                 bp_exec_free(pl);
                 if (!fa) {
                     bp_exec *dy = eu_run(g, p, BP_EXEC_DYNAMIC, threads[k], 0, 0);
-                    if (dy && safe) CHECK_MSG(eu_diff_outputs(g, dy, safe) == 0, "%s dynamic x%d differs from safe", cs[i].kind, threads[k]);
+                    if (dy && safe) {
+                        CHECK_MSG(eu_diff_outputs(g, dy, safe) == 0, "%s dynamic x%d differs from safe", cs[i].kind, threads[k]);
+                        /* one pool handle per worker; a second run starts from their caches, and storages
+                         * freed by another worker than the one that allocated them went back to that
+                         * worker's arena */
+                        bp_pool_stats ps;
+                        bp_pool_get_stats(bp_exec_pool(dy), &ps);
+                        CHECK_MSG(ps.n_locals == (uint64_t)threads[k], "%s dynamic x%d: %llu pool handles", cs[i].kind,
+                                  threads[k], (unsigned long long)ps.n_locals);
+                        CHECK_OK(bp_exec_run(dy, NULL, &e), e);
+                        CHECK_MSG(eu_diff_outputs(g, dy, safe) == 0, "%s dynamic x%d differs on repeat", cs[i].kind, threads[k]);
+                    }
                     bp_exec_free(dy);
                 }
             }
