@@ -62,6 +62,7 @@
  */
 #include "assign_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +156,7 @@ typedef struct bf_ctx {
     bf_ent *A, *B;         /* per node: by lower ascending / by upper descending */
     size_t n_ent;
     bf_conf *conf; size_t conf_cap;
+    bf_conf *tmp; size_t tmp_cap;   /* the radix sort's scratch */
     const bp_allocator *a; /* the caller's (bp__assign_alloc) */
 } bf_ctx;
 
@@ -188,16 +190,17 @@ static void bf_radix(uint64_t *key, uint32_t *idx, uint64_t *tk, uint32_t *ti, s
 
 /* --------------------------------------------------------- interval tree */
 
+/* Appends interval j when it is placed (pend != 0).  Written either way
+ * and kept only then: a branch on it would mispredict half the time. */
 static inline bool bf_push(bf_ctx *c, long *k, uint32_t j, const uint64_t *off)
 {
     uint64_t e = c->pend[j];
-    if (!e) return true; /* not placed yet */
     if ((size_t)*k >= c->conf_cap &&
         !bp__grow(c->a, (void **)&c->conf, &c->conf_cap, (size_t)*k + 1, sizeof *c->conf))
         return false;
     c->conf[*k].off = off[j];
     c->conf[*k].end = e;
-    (*k)++;
+    *k += e != 0;
     return true;
 }
 
@@ -235,31 +238,42 @@ static long bf_conflicts(bf_ctx *c, uint32_t xi, const uint64_t *off)
     return k;
 }
 
-/* Sorts conflicts by offset: quicksort (median of three) down to short
- * runs, then one insertion-sort pass.  Depth is bounded by recursing into
- * the smaller side only. */
-static void bf_sort_conf(bf_conf *c, long k)
+/* Sorts conflicts by offset: insertion sort for short lists, else an LSD
+ * radix sort over the bits that vary in the list, in as few passes of at
+ * most ~log2(k) bits as cover them (t is scratch of k).  Quicksort's
+ * comparisons mispredict about half the time here.  Entries with equal
+ * offsets may come out in any order: bf_gap's result does not depend on it. */
+#define BF_SORT_SMALL 24
+static void bf_sort_conf(bf_conf *c, bf_conf *t, long k)
 {
-    long lo = 0, hi = k - 1;
-    while (hi - lo > 16) {
-        long mid = lo + (hi - lo) / 2;
-        uint64_t a0 = c[lo].off, a1 = c[mid].off, a2 = c[hi].off;
-        uint64_t piv = a0 < a1 ? (a1 < a2 ? a1 : (a0 < a2 ? a2 : a0)) : (a0 < a2 ? a0 : (a1 < a2 ? a2 : a1));
-        long i = lo, j = hi;
-        while (i <= j) {
-            while (c[i].off < piv) i++;
-            while (c[j].off > piv) j--;
-            if (i <= j) { bf_conf t = c[i]; c[i] = c[j]; c[j] = t; i++; j--; }
+    if (k <= BF_SORT_SMALL) {
+        for (long i = 1; i < k; i++) {
+            bf_conf v = c[i];
+            long j = i - 1;
+            while (j >= 0 && c[j].off > v.off) { c[j + 1] = c[j]; j--; }
+            c[j + 1] = v;
         }
-        if (j - lo < hi - i) { bf_sort_conf(c + lo, j - lo + 1); lo = i; }
-        else { bf_sort_conf(c + i, hi - i + 1); hi = j; }
+        return;
     }
-    for (long i = lo + 1; i <= hi; i++) {
-        bf_conf v = c[i];
-        long j = i - 1;
-        while (j >= lo && c[j].off > v.off) { c[j + 1] = c[j]; j--; }
-        c[j + 1] = v;
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (long i = 0; i < k; i++) { all_or |= c[i].off; all_and &= c[i].off; }
+    uint64_t diff = all_or ^ all_and;
+    if (!diff) return;
+    int lo = __builtin_ctzll(diff), span = 64 - __builtin_clzll(diff) - lo;
+    int dmax = 63 - __builtin_clzll((uint64_t)k);   /* 2^d buckets <= k */
+    if (dmax > 11) dmax = 11;
+    int passes = (span + dmax - 1) / dmax, d = (span + passes - 1) / passes;
+    uint32_t cnt[1 << 11], nb = 1u << d;
+    uint64_t mask = nb - 1;
+    bf_conf *src = c, *dst = t;
+    for (int shift = lo; shift < lo + span; shift += d) {
+        memset(cnt, 0, nb * sizeof *cnt);
+        for (long i = 0; i < k; i++) cnt[(src[i].off >> shift) & mask]++;
+        for (uint32_t b = 0, sum = 0; b < nb; b++) { uint32_t x = cnt[b]; cnt[b] = sum; sum += x; }
+        for (long i = 0; i < k; i++) dst[cnt[(src[i].off >> shift) & mask]++] = src[i];
+        bf_conf *sw = src; src = dst; dst = sw;
     }
+    if (src != c) memcpy(c, src, (size_t)k * sizeof *c);
 }
 
 /* The best-fitting aligned offset for `size` among conflicts sorted by offset:
@@ -300,7 +314,19 @@ static uint64_t bf_run(bf_ctx *c, const uint32_t *order, uint32_t n_order, uint6
         const bp_interval *x = &iv[i];
         long nc = bf_conflicts(c, i, off);
         if (nc < 0) { *oom = true; return 0; }
-        bf_sort_conf(c->conf, nc);
+        if (nc > BF_SORT_SMALL && !bp__grow(c->a, (void **)&c->tmp, &c->tmp_cap, (size_t)nc, sizeof *c->tmp)) {
+            *oom = true;
+            return 0;
+        }
+        bf_sort_conf(c->conf, c->tmp, nc);
+#ifndef NDEBUG
+        /* debug builds (the tests): sorted by offset */
+        for (long q = 1; q < nc; q++)
+            if (c->conf[q - 1].off > c->conf[q].off) {
+                fprintf(stderr, "bestfit: conflicts out of order at %ld of %ld\n", q, nc);
+                abort();
+            }
+#endif
         uint64_t o = bf_gap(c->conf, nc, x->size, x->alignment);
         off[i] = o;
         c->pend[i] = o + x->size;
@@ -530,37 +556,19 @@ oom:
 
 /* The sum over intervals (size > 0) of the time segments each spans (the
  * segments lie between consecutive distinct end points): the cost of a
- * search node grows with it.  UINT64_MAX on OOM. */
-static int bf_cmp_i64(const void *x, const void *y)
+ * search node grows with it.  It is the sum of the uppers' ranks among the
+ * distinct end points less that of the lowers': one merge of L and U (the
+ * m lowers and uppers, each sorted ascending). */
+static uint64_t bf_segments(const int64_t *L, const int64_t *U, uint32_t m)
 {
-    int64_t p = *(const int64_t *)x, q = *(const int64_t *)y;
-    return (p > q) - (p < q);
-}
-
-static size_t bf_first_ge(const int64_t *t, size_t d, int64_t v)
-{
-    size_t lo = 0, hi = d;
-    while (lo < hi) {
-        size_t md = lo + (hi - lo) / 2;
-        if (t[md] < v) lo = md + 1; else hi = md;
+    uint64_t s = 0, r = 0, d = 0;   /* r: the rank of the last value, d: distinct values so far */
+    int64_t last = 0;
+    for (uint32_t p = 0, q = 0; p < m || q < m;) {
+        bool up = p >= m || (q < m && U[q] < L[p]);
+        int64_t v = up ? U[q++] : L[p++];
+        if (!d || v != last) { r = d++; last = v; }
+        s = up ? s + r : s - r;   /* modulo 2^64: the total is the true sum */
     }
-    return lo;
-}
-
-static uint64_t bf_segments(const bp_allocator *a, const bp_interval *iv, size_t n)
-{
-    int64_t *t = bp__alloc(a, 2 * n * sizeof *t);
-    if (!t) return UINT64_MAX;
-    size_t k = 0, d = 0;
-    for (size_t i = 0; i < n; i++)
-        if (iv[i].size) { t[k++] = iv[i].lower; t[k++] = iv[i].upper; }
-    qsort(t, k, sizeof *t, bf_cmp_i64);
-    for (size_t i = 0; i < k; i++)
-        if (!d || t[i] != t[d - 1]) t[d++] = t[i];
-    uint64_t s = 0;
-    for (size_t i = 0; i < n; i++)
-        if (iv[i].size) s += bf_first_ge(t, d, iv[i].upper) - bf_first_ge(t, d, iv[i].lower);
-    bp__free(a, t, 2 * n * sizeof *t);
     return s;
 }
 
@@ -823,8 +831,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
      * before the constructions changes no result.  The budget: see
      * BF_PROBE_WORK. */
     if (best > lb && small) {
-        uint64_t segs = bf_segments(a, iv, n);
-        if (segs == UINT64_MAX) goto oom;
+        uint64_t segs = bf_segments(c.L, U, m);
         double nodes = BF_PROBE_WORK / ((double)segs + BF_PROBE_SEG0);
         if ((double)segs + BF_PROBE_SEG0 > BF_PROBE_SEG1) nodes *= BF_PROBE_SEG1 / ((double)segs + BF_PROBE_SEG0);
         if (nodes > BF_PROBE_MAX_M * m) nodes = BF_PROBE_MAX_M * m;
@@ -876,6 +883,7 @@ done:
     bp__free(a, c.B, (c.n_ent ? c.n_ent : 1) * sizeof *c.B);
     bp__free(a, nodeof, n * sizeof *nodeof);
     bp__free(a, c.conf, c.conf_cap * sizeof *c.conf);
+    bp__free(a, c.tmp, c.tmp_cap * sizeof *c.tmp);
     bp__free(a, key, (size_t)m * sizeof *key);
     bp__free(a, tk, (size_t)m * sizeof *tk);
     bp__free(a, ti, (size_t)m * sizeof *ti);

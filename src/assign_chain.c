@@ -13,14 +13,17 @@
  * instead: with the same constructions it takes E from 1.066 to ~1.02 x its
  * optimum and J below its best known, but G, I, K need some pairs apart.
  *
- * Matching: ends and starts sorted by (size, alignment, time, index); each
- * end takes the first unmatched start with its key, so the chains are a
- * function of the input.  Time strictly grows along a chain (empty
+ * Matching: ends and starts sorted by (size, alignment, time, index) (a
+ * stable LSD radix sort of keys made in index order); each end takes the
+ * first unmatched start with its key, so the chains are a function of the
+ * input.  Time strictly grows along a chain (empty
  * lifetimes take no part), so there are no cycles.  O(n log n).
  */
 #include "assign_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct ch_key { uint64_t size, align; int64_t t; uint32_t i; } ch_key;
 
@@ -31,6 +34,42 @@ static int ch_cmp(const void *x, const void *y)
     if (a->align != b->align) return a->align < b->align ? -1 : 1;
     if (a->t != b->t) return a->t < b->t ? -1 : 1;
     return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Field f of a key as an order-preserving unsigned number: 0 time, 1
+ * alignment, 2 size. */
+static inline uint64_t ch_field(const ch_key *k, int f)
+{
+    return f == 0 ? (uint64_t)k->t ^ (UINT64_C(1) << 63) : f == 1 ? k->align : k->size;
+}
+
+/* Sorts a[0..m) (made in index order) by (size, alignment, time, index):
+ * stable byte passes by time, then alignment, then size, each byte that
+ * varies (tmp is scratch of m). */
+static void ch_sort(ch_key *a, ch_key *tmp, uint32_t m)
+{
+    ch_key *src = a, *dst = tmp;
+    for (int f = 0; f < 3; f++) {
+        uint64_t all_or = 0, all_and = ~(uint64_t)0;
+        for (uint32_t i = 0; i < m; i++) { uint64_t v = ch_field(&src[i], f); all_or |= v; all_and &= v; }
+        for (int shift = 0; shift < 64; shift += 8) {
+            if ((((all_or ^ all_and) >> shift) & 0xff) == 0) continue;
+            uint32_t cnt[256] = {0};
+            for (uint32_t i = 0; i < m; i++) cnt[(ch_field(&src[i], f) >> shift) & 0xff]++;
+            for (uint32_t b = 0, sum = 0; b < 256; b++) { uint32_t x = cnt[b]; cnt[b] = sum; sum += x; }
+            for (uint32_t i = 0; i < m; i++) dst[cnt[(ch_field(&src[i], f) >> shift) & 0xff]++] = src[i];
+            ch_key *sw = src; src = dst; dst = sw;
+        }
+    }
+    if (src != a) memcpy(a, src, (size_t)m * sizeof *a);
+#ifndef NDEBUG
+    /* debug builds (the tests): strictly ascending, as ch_cmp orders them */
+    for (uint32_t i = 1; i < m; i++)
+        if (ch_cmp(&a[i - 1], &a[i]) >= 0) {
+            fprintf(stderr, "chains: keys out of order at %u of %u\n", i, m);
+            abort();
+        }
+#endif
 }
 
 /* Whether interval x can be part of a chain: sized, free, with a lifetime. */
@@ -62,11 +101,12 @@ int bp__assign_chains(const bp_allocator *a, const bp_interval *iv, size_t n, bp
     for (size_t i = 0; i < n; i++) m += ch_candidate(&iv[i]);
     size_t nm = m ? m : 1;
     ch_key *ends = bp__alloc(a, nm * sizeof *ends), *starts = bp__alloc(a, nm * sizeof *starts);
+    ch_key *tmp = bp__alloc(a, nm * sizeof *tmp);
     uint32_t *next = bp__alloc(a, (n ? n : 1) * sizeof *next);
     uint8_t *is_tail = bp__calloc(a, n ? n : 1, 1);
     out->of = bp__alloc(a, (n ? n : 1) * sizeof *out->of);
     int rc = -1;
-    if (!ends || !starts || !next || !is_tail || !out->of) goto done;
+    if (!ends || !starts || !tmp || !next || !is_tail || !out->of) goto done;
     {
         uint32_t k = 0;
         for (size_t i = 0; i < n; i++) {
@@ -78,8 +118,8 @@ int bp__assign_chains(const bp_allocator *a, const bp_interval *iv, size_t n, bp
             k++;
         }
     }
-    qsort(ends, m, sizeof *ends, ch_cmp);
-    qsort(starts, m, sizeof *starts, ch_cmp);
+    ch_sort(ends, tmp, m);
+    ch_sort(starts, tmp, m);
     for (uint32_t e = 0, s = 0; e < m; e++) {
         while (s < m && ch_cmp(&starts[s], &ends[e]) < 0 && !ch_same(&starts[s], &ends[e])) s++;
         if (s < m && ch_same(&starts[s], &ends[e])) {
@@ -111,6 +151,7 @@ int bp__assign_chains(const bp_allocator *a, const bp_interval *iv, size_t n, bp
 done:
     bp__free(a, ends, nm * sizeof *ends);
     bp__free(a, starts, nm * sizeof *starts);
+    bp__free(a, tmp, nm * sizeof *tmp);
     bp__free(a, next, (n ? n : 1) * sizeof *next);
     bp__free(a, is_tail, n ? n : 1);
     if (rc) bp__assign_chains_free(a, out);

@@ -67,6 +67,7 @@
  */
 #include "assign_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,13 +213,14 @@ static void im_swap(im_ctx *c, uint32_t i, uint32_t j)
 typedef struct im_sky {
     uint32_t S;                  /* segments */
     uint32_t *ls, *us;           /* k: first / past-last segment of each buffer */
-    uint64_t *h;                 /* S: skyline height */
-    uint64_t *mn;                /* 2 * P: min tree over h (leaves P.., past S = max) */
+    uint64_t *h;                 /* S + 4: skyline height: the min tree's leaves (mn + P), h[S..] = max stops scans */
+    uint64_t *mn;                /* 2 * P + 4: min tree over h (leaves P.., past S = max) */
     uint32_t P;
-    uint32_t *head;              /* S: first unplaced buffer starting at the segment, UINT32_MAX = none */
-    uint32_t *nx, *pv;           /* k: links */
+    uint32_t *head;              /* S: first unplaced buffer starting at the segment */
+    uint32_t *nx, *pv;           /* k + 1: links; every list ends in k, a sentinel past every stretch */
     int64_t *tpt;                /* S + 1: the time points */
     double inv_max;              /* 1 / the largest size */
+    double *dlen, *szn, *dsz;    /* k: lifetime (time), size * inv_max, size (as doubles, once) */
     uint32_t *byus;              /* k: buffers by last segment descending */
     uint64_t *R, *R0;            /* S: unplaced bytes live in each segment (now / at the start) */
     double *f;                   /* S + 1: the fill's best weight from each segment of the stretch on */
@@ -229,20 +231,57 @@ typedef struct im_sky {
 static void im_sky_unlink(im_sky *y, uint32_t b)
 {
     if (y->pv[b] != UINT32_MAX) y->nx[y->pv[b]] = y->nx[b]; else y->head[y->ls[b]] = y->nx[b];
-    if (y->nx[b] != UINT32_MAX) y->pv[y->nx[b]] = y->pv[b];
+    y->pv[y->nx[b]] = y->pv[b];   /* the sentinel's pv is never read */
+}
+
+/* The min tree above h[l..u) after those leaves were set to v (h is the
+ * tree's leaf row).  Work is counted as for recomputing every node above
+ * [l, u) (the range's width at each level), but only the two end nodes of
+ * a level need a min: those strictly between cover leaves in [l, u) alone
+ * and hold v.  Once the range is one node, the path to the root carries
+ * its min in a register (no store-to-load wait per level), and stops at
+ * the first node whose value does not change: the levels above are only
+ * counted. */
+static void im_sky_up(im_ctx *c, im_sky *y, uint32_t l, uint32_t u, uint64_t v)
+{
+    uint64_t *mn = y->mn;
+    uint32_t lo = (y->P + l) / 2, hi = (y->P + u - 1) / 2;
+    uint64_t work = u - l;
+    for (; lo < hi; lo /= 2, hi /= 2) {
+        work += hi - lo + 1;
+        mn[lo] = mn[2 * lo] < mn[2 * lo + 1] ? mn[2 * lo] : mn[2 * lo + 1];
+        for (uint32_t q = lo + 1; q < hi; q++) mn[q] = v;
+        mn[hi] = mn[2 * hi] < mn[2 * hi + 1] ? mn[2 * hi] : mn[2 * hi + 1];
+    }
+    if (lo >= 1) {
+        uint64_t x = mn[2 * lo] < mn[2 * lo + 1] ? mn[2 * lo] : mn[2 * lo + 1];
+        for (;; lo /= 2) {
+            work++;
+            if (mn[lo] == x) { work += 31 - (uint32_t)__builtin_clz(lo); break; }
+            mn[lo] = x;
+            if (lo == 1) break;
+            uint64_t sib = mn[lo ^ 1];
+            x = sib < x ? sib : x;
+        }
+    }
+#ifndef NDEBUG
+    /* debug builds (the tests): the count is that of the full recomputation */
+    uint64_t full = u - l;
+    for (uint32_t l2 = (y->P + l) / 2, h2 = (y->P + u - 1) / 2; l2 >= 1; l2 /= 2, h2 /= 2) full += h2 - l2 + 1;
+    if (work != full) {
+        fprintf(stderr, "improve: min tree update counted %llu units, not %llu\n", (unsigned long long)work,
+                (unsigned long long)full);
+        abort();
+    }
+#endif
+    c->work += work;
 }
 
 /* h[l..u) = v, and the min tree above it. */
 static void im_sky_set(im_ctx *c, im_sky *y, uint32_t l, uint32_t u, uint64_t v)
 {
-    for (uint32_t s = l; s < u; s++) { y->h[s] = v; y->mn[y->P + s] = v; }
-    uint32_t lo = (y->P + l) / 2, hi = (y->P + u - 1) / 2;
-    c->work += u - l;
-    while (lo >= 1) {
-        for (uint32_t q = lo; q <= hi; q++) y->mn[q] = y->mn[2 * q] < y->mn[2 * q + 1] ? y->mn[2 * q] : y->mn[2 * q + 1];
-        c->work += hi - lo + 1;
-        lo /= 2; hi /= 2;
-    }
+    for (uint32_t s = l; s < u; s++) y->h[s] = v;
+    im_sky_up(c, y, l, u, v);
 }
 
 /* Weights (w[0..7]) of: lifetime / stretch, size / largest, starts at the
@@ -285,12 +324,14 @@ static bool im_sky_place(im_ctx *c, im_sky *y, uint32_t b, uint64_t hm, uint64_t
     im_sky_unlink(y, b);
     uint64_t o = bp__align_up(hm, c->align[b]), top = o + c->size[b];
     c->off[b] = o;
-    im_sky_set(c, y, y->ls[b], y->us[b], top);
     bool ok = true;
-    for (uint32_t s = y->ls[b]; s < y->us[b]; s++) {
+    uint32_t l = y->ls[b], u = y->us[b];
+    for (uint32_t s = l; s < u; s++) {
+        y->h[s] = top;
         y->R[s] -= c->size[b];
         if (top + y->R[s] > cutoff) ok = false;   /* padding below b is waste too */
     }
+    im_sky_up(c, y, l, u, top);
     if (top > *arena) *arena = top;
     return ok;
 }
@@ -308,7 +349,7 @@ static uint64_t im_sky_build(im_ctx *c, im_sky *y, const double *w, bool fill, u
     uint32_t k = c->k, S = y->S;
     uint64_t arena = 0;
     uint32_t placed = 0;
-    for (uint32_t s = 0; s < S; s++) { y->h[s] = 0; y->head[s] = UINT32_MAX; y->R[s] = base ? 0 : y->R0[s]; }
+    for (uint32_t s = 0; s < S; s++) { y->h[s] = 0; y->head[s] = k; y->R[s] = base ? 0 : y->R0[s]; }
     if (base) {
         for (uint32_t b = 0; b < k; b++) {
             uint64_t top = base[b] + c->size[b];
@@ -326,82 +367,134 @@ static uint64_t im_sky_build(im_ctx *c, im_sky *y, const double *w, bool fill, u
         if (arena > cutoff) return UINT64_MAX;
         for (uint32_t s = 0; s < S; s++) if (y->h[s] + y->R[s] > cutoff) return UINT64_MAX;
     }
-    for (uint32_t v = 0; v < y->P; v++) y->mn[y->P + v] = v < S ? y->h[v] : UINT64_MAX;
+    for (uint32_t v = S; v < y->P + 4; v++) y->h[v] = UINT64_MAX;
     for (uint32_t v = y->P; v-- > 1;) y->mn[v] = y->mn[2 * v] < y->mn[2 * v + 1] ? y->mn[2 * v] : y->mn[2 * v + 1];
     for (uint32_t q = 0; q < k; q++) {   /* pushed by upper descending: lists come out ascending */
         uint32_t b = y->byus[q], s = y->ls[b];
         if (base && y->keep[b]) continue;
         y->pv[b] = UINT32_MAX;
         y->nx[b] = y->head[s];
-        if (y->head[s] != UINT32_MAX) y->pv[y->head[s]] = b;
+        y->pv[y->head[s]] = b;
         y->head[s] = b;
     }
     c->work += S + k;
+    /* A segment of the last stretch that placements left at its level:
+     * then the leftmost at the min (those before the stretch are higher). */
+    uint32_t gap = UINT32_MAX;
     while (placed < k) {
-        /* the lowest stretch [a, e), leftmost */
-        uint32_t v = 1;
-        while (v < y->P) v = y->mn[2 * v] <= y->mn[2 * v + 1] ? 2 * v : 2 * v + 1;
-        uint32_t a = v - y->P;
-        uint64_t hm = y->h[a];
+        /* the lowest stretch [a, e), leftmost: that gap, else down the
+         * leftmost children that hold the root's min, three levels at a
+         * time while they exist (the 8 nodes below, no branch), then by one */
+        uint64_t hm = y->mn[1];
+        uint32_t a = gap;
+        if (a == UINT32_MAX) {
+            uint32_t v = 1;
+            while (4 * v < y->P) {
+                const uint64_t *g = y->mn + 8 * v;
+                unsigned hit = 0;
+                for (unsigned j = 0; j < 8; j++) hit |= (unsigned)(g[j] == hm) << j;
+                v = 8 * v + (uint32_t)__builtin_ctz(hit);
+            }
+            while (v < y->P) v = 2 * v + (y->mn[2 * v] != hm);
+            a = v - y->P;
+        }
+#ifndef NDEBUG
+        /* debug builds (the tests): a is the leftmost leaf at the min */
+        {
+            uint32_t v = 1;
+            while (v < y->P) v = y->mn[2 * v] <= y->mn[2 * v + 1] ? 2 * v : 2 * v + 1;
+            if (v - y->P != a) {
+                fprintf(stderr, "improve: stretch at segment %u, not %u\n", a, v - y->P);
+                abort();
+            }
+        }
+#endif
+        gap = UINT32_MAX;
         uint32_t e = a + 1;
-        while (e < S && y->h[e] == hm) e++;
+        /* h[S..S+3] = max > hm; four at a time: one branch for four */
+        while ((y->h[e] == hm) & (y->h[e + 1] == hm) & (y->h[e + 2] == hm) & (y->h[e + 3] == hm)) e += 4;
+        while (y->h[e] == hm) e++;
         c->work += e - a + 1;
         /* the fill: weighted interval scheduling from the right, over the
          * unplaced buffers that start in the stretch (each list ascending
          * by last segment: the scan stops at the first that leaves it) */
         double span = (double)(y->tpt[e] - y->tpt[a]);
         uint32_t W = e - a;
+        /* the neighbours' levels (none: max, never a buffer's top) */
+        uint64_t hl = a > 0 ? y->h[a - 1] : UINT64_MAX, hr = y->h[e];
+        /* A bool's term below is its weight or +0.0, and adding +0.0 to
+         * these sums (never -0.0: the weights are >= 0) changes nothing,
+         * so the terms that are 0 are skipped, in the same order.  The
+         * rng state, the work and the fill's weights sit in locals: the
+         * stores to f and fc could alias them. */
+        uint64_t rs = *rng, cand = 0;
+        const uint32_t *head = y->head, *nx = y->nx, *us = y->us;
+        const double *dlen = y->dlen;
         if (!fill) {
             /* the pick: the one best-scored buffer */
             uint32_t pick = UINT32_MAX;
             double best = -1e300;
-            for (uint32_t s = a; s < e; s++)
-                for (uint32_t b = y->head[s]; b != UINT32_MAX; b = y->nx[b]) {
-                    c->work++;
-                    if (y->us[b] > e) break;   /* the rest end later still */
-                    double len = (double)(y->tpt[y->us[b]] - y->tpt[y->ls[b]]) / span;
-                    double sz = (double)c->size[b] * y->inv_max;
-                    uint64_t tp = bp__align_up(hm, c->align[b]) + c->size[b];
-                    bool lt = s == a, rt = y->us[b] == e;
-                    double sc = w[0] * len + w[1] * sz + w[2] * lt + w[3] * rt +
-                                w[5] * (lt && a > 0 && y->h[a - 1] == tp) + w[6] * (rt && e < S && y->h[e] == tp) +
-                                w[7] * (lt && rt) +
-                                w[4] * (double)(im_rand(rng) >> 11) * (1.0 / 9007199254740992.0);
+            for (uint32_t s = a; s < e; s++) {
+                bool lt = s == a;
+                for (uint32_t b = head[s];; b = nx[b]) {
+                    uint32_t ub = us[b];
+                    if (ub > e) { cand += b < k; break; }   /* the rest end later still */
+                    cand++;
+                    bool rt = ub == e;
+                    double sc = w[0] * (dlen[b] / span) + w[1] * y->szn[b];
+                    if (lt) sc += w[2];
+                    if (rt) sc += w[3];
+                    if (lt || rt) {
+                        uint64_t tp = bp__align_up(hm, c->align[b]) + c->size[b];
+                        if (lt && hl == tp) sc += w[5];
+                        if (rt && hr == tp) sc += w[6];
+                        if (lt && rt) sc += w[7];
+                    }
+                    sc += w[4] * (double)(im_rand(&rs) >> 11) * (1.0 / 9007199254740992.0);
                     if (sc > best) { best = sc; pick = b; }
                 }
+            }
             y->f[0] = 0;
             y->fc[0] = pick;
             W = pick == UINT32_MAX ? 0 : 1;
         } else {
-        y->f[W] = 0;
-        for (uint32_t i = W; i-- > 0;) {
-            uint32_t s = a + i, bc = UINT32_MAX;
-            double bv = y->f[i + 1];
-            for (uint32_t b = y->head[s]; b != UINT32_MAX; b = y->nx[b]) {
-                c->work++;
-                if (y->us[b] > e) break;
-                uint64_t tp = bp__align_up(hm, c->align[b]) + c->size[b];
-                bool level = (s == a && a > 0 && y->h[a - 1] == tp) || (y->us[b] == e && e < S && y->h[e] == tp);
-                double len = (double)(y->tpt[y->us[b]] - y->tpt[s]) / span;
-                double val = len * (1 + w[1] * (double)c->size[b] * y->inv_max + w[5] * level +
-                                    w[4] * (double)(im_rand(rng) >> 11) * (1.0 / 9007199254740992.0));
-                val += y->f[y->us[b] - a];
-                if (val > bv) { bv = val; bc = b; }
+            double *f = y->f, w1 = w[1], w4 = w[4], w5 = w[5], inv = y->inv_max;
+            const double *dsz = y->dsz;
+            uint32_t *fc = y->fc;
+            f[W] = 0;
+            double bv = 0;   /* f[i + 1] */
+            for (uint32_t i = W; i-- > 0;) {
+                uint32_t s = a + i, bc = UINT32_MAX;
+                for (uint32_t b = head[s];; b = nx[b]) {
+                    uint32_t ub = us[b];
+                    if (ub > e) { cand += b < k; break; }
+                    cand++;
+                    double g = 1 + w1 * dsz[b] * inv;
+                    if (s == a || ub == e) {
+                        uint64_t tp = bp__align_up(hm, c->align[b]) + c->size[b];
+                        if ((s == a && hl == tp) || (ub == e && hr == tp)) g += w5;
+                    }
+                    double val = (dlen[b] / span) * (g + w4 * (double)(im_rand(&rs) >> 11) * (1.0 / 9007199254740992.0));
+                    val += f[ub - a];
+                    if (val > bv) { bv = val; bc = b; }
+                }
+                f[i] = bv;
+                fc[i] = bc;
             }
-            y->f[i] = bv;
-            y->fc[i] = bc;
         }
-        }
+        *rng = rs;
+        c->work += cand;
         uint32_t before = placed;
         for (uint32_t i = 0; i < W;) {
             uint32_t b = y->fc[i];
-            if (b == UINT32_MAX) { i++; continue; }
+            if (b == UINT32_MAX) { if (gap == UINT32_MAX) gap = a + i; i++; continue; }
             if (!im_sky_place(c, y, b, hm, cutoff, &arena) || arena > cutoff) return UINT64_MAX;
             placed++;
-            if (!fill) break;
+            if (!fill) { gap = y->ls[b] > a ? a : y->us[b] < e ? y->us[b] : UINT32_MAX; break; }
             i = y->us[b] - a;
         }
         if (placed > before) continue;
+        gap = UINT32_MAX;
         /* nothing fits: raise the stretch to its lower neighbour (that
          * space is wasted; give up when it pushes a segment's bound over) */
         uint64_t to = UINT64_MAX;
@@ -526,23 +619,25 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
         size_t np = 2 * (size_t)k;
         y.tpt = bp__alloc(a, (np + 1) * sizeof *y.tpt);
         y.ls = bp__alloc(a, (size_t)k * sizeof *y.ls);
-        y.us = bp__alloc(a, (size_t)k * sizeof *y.us);
-        y.h = bp__alloc(a, np * sizeof *y.h);
+        y.us = bp__alloc(a, ((size_t)k + 1) * sizeof *y.us);
         y.P = 1;
         while (y.P < np) y.P *= 2;
-        size_t mn_cap = 2 * (size_t)y.P;   /* enough for any S <= np; P shrinks to fit S below */
+        size_t mn_cap = 2 * (size_t)y.P + 4;   /* enough for any S <= np (P shrinks to fit S below), and 4 past h[S] */
         y.mn = bp__alloc(a, mn_cap * sizeof *y.mn);
         y.head = bp__alloc(a, np * sizeof *y.head);
-        y.nx = bp__alloc(a, (size_t)k * sizeof *y.nx);
-        y.pv = bp__alloc(a, (size_t)k * sizeof *y.pv);
+        y.nx = bp__alloc(a, ((size_t)k + 1) * sizeof *y.nx);
+        y.pv = bp__alloc(a, ((size_t)k + 1) * sizeof *y.pv);
         y.byus = bp__alloc(a, (size_t)k * sizeof *y.byus);
         y.R = bp__calloc(a, np, sizeof *y.R);
         y.R0 = bp__calloc(a, np, sizeof *y.R0);
         y.f = bp__alloc(a, (np + 1) * sizeof *y.f);
         y.fc = bp__alloc(a, (np + 1) * sizeof *y.fc);
         y.keep = bp__alloc(a, (size_t)k * sizeof *y.keep);
-        bool ok = y.byus && y.mn && y.tpt && y.ls && y.us && y.h && y.head && y.nx && y.pv && y.R && y.R0 &&
-                  y.f && y.fc && y.keep;
+        y.dlen = bp__alloc(a, (size_t)k * sizeof *y.dlen);
+        y.szn = bp__alloc(a, (size_t)k * sizeof *y.szn);
+        y.dsz = bp__alloc(a, (size_t)k * sizeof *y.dsz);
+        bool ok = y.byus && y.mn && y.tpt && y.ls && y.us && y.head && y.nx && y.pv && y.R && y.R0 &&
+                  y.f && y.fc && y.keep && y.dlen && y.szn && y.dsz;
         if (ok) {
             /* tp[] holds the sorted end points: distinct times */
             uint32_t T = 0;
@@ -553,6 +648,12 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
             }
             for (uint32_t b = 0; b < k; b++) if (c.size[b] > mx) mx = c.size[b];
             y.inv_max = 1.0 / (double)mx;
+            y.us[k] = UINT32_MAX;   /* the lists' sentinel ends past every stretch */
+            for (uint32_t b = 0; b < k; b++) {
+                y.dlen[b] = (double)(y.tpt[y.us[b]] - y.tpt[y.ls[b]]);
+                y.dsz[b] = (double)c.size[b];
+                y.szn[b] = y.dsz[b] * y.inv_max;
+            }
             /* by upper descending: the end points in reverse */
             uint32_t nq = 0;
             for (size_t e = 2 * (size_t)nt; e-- > 0;)
@@ -560,6 +661,7 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
             y.S = T - 1;
             y.P = 1;
             while (y.P < y.S) y.P *= 2;
+            y.h = y.mn + y.P;
             /* bytes live in each segment: a construction stops when a
              * segment's level plus its unplaced bytes passes the cutoff */
             for (uint32_t b = 0; b < k; b++)
@@ -630,18 +732,20 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
         }
         bp__free(a, y.tpt, (np + 1) * sizeof *y.tpt);
         bp__free(a, y.ls, (size_t)k * sizeof *y.ls);
-        bp__free(a, y.us, (size_t)k * sizeof *y.us);
-        bp__free(a, y.h, np * sizeof *y.h);
+        bp__free(a, y.us, ((size_t)k + 1) * sizeof *y.us);
         bp__free(a, y.mn, mn_cap * sizeof *y.mn);
         bp__free(a, y.head, np * sizeof *y.head);
-        bp__free(a, y.nx, (size_t)k * sizeof *y.nx);
-        bp__free(a, y.pv, (size_t)k * sizeof *y.pv);
+        bp__free(a, y.nx, ((size_t)k + 1) * sizeof *y.nx);
+        bp__free(a, y.pv, ((size_t)k + 1) * sizeof *y.pv);
         bp__free(a, y.byus, (size_t)k * sizeof *y.byus);
         bp__free(a, y.R, np * sizeof *y.R);
         bp__free(a, y.R0, np * sizeof *y.R0);
         bp__free(a, y.f, (np + 1) * sizeof *y.f);
         bp__free(a, y.fc, (np + 1) * sizeof *y.fc);
         bp__free(a, y.keep, (size_t)k * sizeof *y.keep);
+        bp__free(a, y.dlen, (size_t)k * sizeof *y.dlen);
+        bp__free(a, y.szn, (size_t)k * sizeof *y.szn);
+        bp__free(a, y.dsz, (size_t)k * sizeof *y.dsz);
         if (!ok) goto out;
     }
     /* Without pre-placed buffers the skyline had the whole budget; with
