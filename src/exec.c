@@ -5,7 +5,8 @@
  *  - storages: each tensor's storage root (the plan's alias_of; in safe mode
  *    every tensor is its own) is ARENA (bound once at its planned offset in a
  *    plan-backed pool of exactly arena_bytes), POOL (allocated from the pool
- *    at run time: dynamic tensors, and everything in dynamic mode) or FIXED
+ *    at run time through the worker's own pool handle: dynamic tensors, and
+ *    everything in dynamic mode) or FIXED
  *    (own buffer for the executor's lifetime: inputs, weights, safe mode);
  *  - per op: its bp_exec_buf array, kernel, the POOL roots to allocate before
  *    it (its outputs' roots), the roots to free after it (sequential: the
