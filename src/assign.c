@@ -24,6 +24,12 @@
  * finds the leftmost free color in O(log C).  A color is one buffer as large
  * as its largest tenant, aligned to its strictest tenant; buffers are laid
  * out back to back.
+ *
+ * Shared with the greedy, the improvement phase and search: the numbering
+ * of the sized intervals (free first, then pre-placed) with their end points
+ * sorted by time, and the overlap lists built from them in a sweep that
+ * keeps the live set (count, then fill: exact allocations; lists in sweep
+ * order, which results depend on: improve draws swap partners by index).
  */
 #include "assign_internal.h"
 
@@ -153,6 +159,88 @@ uint64_t bp__assign_endpoints(const bp_interval *iv, size_t n, uint32_t k, uint3
         if (tp[e].end) live--; else { pairs += live; live++; }
     }
     return pairs;
+}
+
+/* One sweep of bp__assign_overlaps: pass 0 counts each buffer's entries
+ * (and sets the bits), pass 1 writes the lists at cur[] (free-free at
+ * cur[x], free-fixed at cur[k + x]).  The live set is unordered (a freed
+ * slot takes the last one), so a list's order is the order of the sweep. */
+static inline void assign_ov_sweep(const bp__tp *tp, uint32_t k, uint32_t nt, uint32_t *live, uint32_t *where,
+                                   bp__overlaps *o, uint32_t *cur, int pass)
+{
+    size_t n_live = 0;
+    for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+        uint32_t b = tp[e].b;
+        if (tp[e].end) {
+            uint32_t w = where[b];
+            live[w] = live[--n_live];
+            where[live[w]] = w;
+            continue;
+        }
+        for (size_t l = 0; l < n_live; l++) {
+            uint32_t x = live[l];
+            if (x < k && b < k) {
+                if (pass == 0) {
+                    o->ov_off[x + 1]++; o->ov_off[b + 1]++;
+                    if (o->bits) {
+                        o->bits[(size_t)b * o->W + (x >> 6)] |= UINT64_C(1) << (x & 63);
+                        o->bits[(size_t)x * o->W + (b >> 6)] |= UINT64_C(1) << (b & 63);
+                    }
+                } else if (!o->bits) {
+                    o->ov[cur[x]++] = b; o->ov[cur[b]++] = x;
+                }
+            } else if (x < k || b < k) {   /* two pre-placed buffers: no entry */
+                uint32_t fr = x < k ? x : b;
+                if (pass == 0) o->fx_off[fr + 1]++;
+                else o->fx[cur[k + fr]++] = (x < k ? b : x) - k;
+            }
+        }
+        where[b] = (uint32_t)n_live;
+        live[n_live++] = b;
+    }
+}
+
+int bp__assign_overlaps(const bp_allocator *a, const bp__tp *tp, uint32_t k, uint32_t nf, bp__overlaps *o)
+{
+    uint32_t nt = k + nf;
+    size_t m = nt ? nt : 1, mc = k ? 2 * (size_t)k : 1;
+    o->ov = o->fx = NULL;
+    o->n_ov = o->n_fx = 0;
+    uint32_t *live = bp__alloc(a, m * sizeof *live), *where = bp__alloc(a, m * sizeof *where), *cur = NULL;
+    int rc = -1;
+    if (!live || !where) goto out;
+    assign_ov_sweep(tp, k, nt, live, where, o, NULL, 0);
+    for (uint32_t b = 0; b < k; b++) { o->ov_off[b + 1] += o->ov_off[b]; o->fx_off[b + 1] += o->fx_off[b]; }
+    size_t n_ov = o->bits ? 0 : (k ? o->ov_off[k] : 0), n_fx = k ? o->fx_off[k] : 0;
+    if (!o->bits) {
+        o->ov = bp__alloc(a, (n_ov ? n_ov : 1) * sizeof *o->ov);
+        if (!o->ov) goto out;
+        o->n_ov = n_ov ? n_ov : 1;
+    }
+    o->fx = bp__alloc(a, (n_fx ? n_fx : 1) * sizeof *o->fx);
+    if (!o->fx) goto out;
+    o->n_fx = n_fx ? n_fx : 1;
+    if (n_ov || n_fx) {
+        cur = bp__alloc(a, mc * sizeof *cur);
+        if (!cur) goto out;
+        if (k) {
+            memcpy(cur, o->ov_off, (size_t)k * sizeof *cur);
+            memcpy(cur + k, o->fx_off, (size_t)k * sizeof *cur);
+        }
+        assign_ov_sweep(tp, k, nt, live, where, o, cur, 1);
+    }
+    rc = 0;
+out:
+    bp__free(a, live, m * sizeof *live);
+    bp__free(a, where, m * sizeof *where);
+    bp__free(a, cur, mc * sizeof *cur);
+    if (rc) {
+        bp__free(a, o->ov, o->n_ov * sizeof *o->ov);
+        bp__free(a, o->fx, o->n_fx * sizeof *o->fx);
+        o->ov = o->fx = NULL;
+        o->n_ov = o->n_fx = 0;
+    }
+    return rc;
 }
 
 uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n)

@@ -152,11 +152,11 @@ int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, ui
     uint32_t nt = k + nf; /* all sized buffers: free ones 0..k-1, fixed k.. */
     int rc = -1;
     /* scratch, freed at `out` with these sizes */
-    size_t n_pairs = 0, n_secmax = 2 * (size_t)nt + 1;
+    size_t n_secmax = 2 * (size_t)nt + 1;
     bp__tp *tp = bp__alloc(a, 2 * (size_t)nt * sizeof *tp);
-    uint32_t *live = bp__alloc(a, (size_t)nt * sizeof *live), *where = bp__alloc(a, (size_t)nt * sizeof *where);
+    uint32_t *ids = bp__alloc(a, (size_t)nt * sizeof *ids);
     uint64_t *secmax = NULL, *T = NULL, *len = NULL, *boff = NULL;
-    uint32_t *pa = NULL, *pb = NULL, *rank = NULL, *prio = NULL;
+    uint32_t *rank = NULL, *prio = NULL;
     bp__prio_key *keys = NULL;
     double *blame = NULL;
     c.k = k; c.nf = nf;
@@ -171,38 +171,39 @@ int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, ui
     c.off = bp__alloc(a, (size_t)k * sizeof *c.off);
     c.heap = bp__alloc(a, (size_t)k * sizeof *c.heap);
     c.hpos = bp__alloc(a, (size_t)k * sizeof *c.hpos);
-    if (!tp || !live || !where || !c.orig || !c.size || !c.align || !c.ov_off || !c.fx_off ||
+    if (!tp || !ids || !c.orig || !c.size || !c.align || !c.ov_off || !c.fx_off ||
         !c.fxo || !c.fxe || !c.floor_ || !c.off || !c.heap || !c.hpos) goto out;
     {
-        /* `where` holds the input index of each id until the sweep */
-        uint64_t pairs = bp__assign_endpoints(iv, n, k, nf, tp, where);
+        uint64_t pairs = bp__assign_endpoints(iv, n, k, nf, tp, ids);
         for (uint32_t q = 0; q < k; q++) {
-            const bp_interval *x = &iv[where[q]];
-            c.orig[q] = where[q];
+            const bp_interval *x = &iv[ids[q]];
+            c.orig[q] = ids[q];
             c.size[q] = x->size;
             c.align[q] = x->alignment > 1 ? x->alignment : 1;
         }
         for (uint32_t f = 0; f < nf; f++) {
-            const bp_interval *x = &iv[where[k + f]];
+            const bp_interval *x = &iv[ids[k + f]];
             c.fxo[f] = x->fixed_offset;
             c.fxe[f] = x->fixed_offset + x->size;
             if (c.fxe[f] > c.base) c.base = c.fxe[f];
         }
         if (pairs > GR_MAX_PAIRS) { rc = 1; goto out; }
-        n_pairs = pairs ? pairs : 1;
-        pa = bp__alloc(a, n_pairs * sizeof *pa);
-        pb = bp__alloc(a, n_pairs * sizeof *pb);
-        if (!pa || !pb) goto out;
     }
-    /* Overlap pairs, and per segment the live total (for the cross-section
-     * priority T: the largest total over a buffer's lifetime). */
-    size_t np = 0, n_seg = 0;
+    /* Overlap lists (free-free both ways, free-fixed into fx). */
+    {
+        bp__overlaps ol = { .ov_off = c.ov_off, .fx_off = c.fx_off };
+        if (bp__assign_overlaps(a, tp, k, nf, &ol)) goto out;
+        c.ov = ol.ov; c.n_ov = ol.n_ov;
+        c.fx = ol.fx; c.n_fx = ol.n_fx;
+    }
+    /* Per segment the live total, for the cross-section priority T: the
+     * largest total over a buffer's lifetime. */
+    size_t n_seg = 0;
     secmax = bp__alloc(a, n_secmax * sizeof *secmax);
     T = bp__calloc(a, k, sizeof *T);
     len = bp__alloc(a, (size_t)k * sizeof *len);
     if (!secmax || !T || !len) goto out;
     {
-        size_t n_live = 0;
         uint64_t tot = 0;
         uint32_t *seg_lo = bp__alloc(a, (size_t)nt * sizeof *seg_lo);
         if (!seg_lo) goto out;
@@ -210,9 +211,6 @@ int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, ui
             uint32_t b = tp[e].b;
             if (e > 0 && tp[e].t != tp[e - 1].t) { secmax[n_seg++] = tot; }
             if (tp[e].end) {
-                uint32_t w = where[b];
-                live[w] = live[--n_live];
-                where[live[w]] = w;
                 tot -= b < k ? c.size[b] : c.fxe[b - k] - c.fxo[b - k];
                 if (b < k) {
                     /* segments [seg_lo[b], n_seg) */
@@ -222,44 +220,11 @@ int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, ui
                 }
                 continue;
             }
-            for (size_t l = 0; l < n_live; l++) {
-                uint32_t x = live[l];
-                if (x >= k && b >= k) continue;
-                pa[np] = x; pb[np] = b; np++;
-            }
-            where[b] = (uint32_t)n_live;
-            live[n_live++] = b;
             seg_lo[b] = (uint32_t)n_seg;
             tot += b < k ? c.size[b] : c.fxe[b - k] - c.fxo[b - k];
         }
         bp__free(a, seg_lo, (size_t)nt * sizeof *seg_lo);
     }
-    /* CSR: free-free both ways; free-fixed into fx */
-    {
-        size_t n_ff = 0, n_fx = 0;
-        for (size_t p = 0; p < np; p++) {
-            uint32_t x = pa[p], y = pb[p];
-            if (x < k && y < k) { c.ov_off[x + 1]++; c.ov_off[y + 1]++; n_ff += 2; }
-            else { c.fx_off[(x < k ? x : y) + 1]++; n_fx++; }
-        }
-        for (uint32_t b = 0; b < k; b++) { c.ov_off[b + 1] += c.ov_off[b]; c.fx_off[b + 1] += c.fx_off[b]; }
-        c.ov = bp__alloc(a, (n_ff ? n_ff : 1) * sizeof *c.ov);
-        if (c.ov) c.n_ov = n_ff ? n_ff : 1;
-        c.fx = bp__alloc(a, (n_fx ? n_fx : 1) * sizeof *c.fx);
-        if (c.fx) c.n_fx = n_fx ? n_fx : 1;
-        if (!c.ov || !c.fx) goto out;
-        memcpy(live, c.ov_off, (size_t)k * sizeof *live);
-        memcpy(where, c.fx_off, (size_t)k * sizeof *where);
-        for (size_t p = 0; p < np; p++) {
-            uint32_t x = pa[p], y = pb[p];
-            if (x < k && y < k) { c.ov[live[x]++] = y; c.ov[live[y]++] = x; }
-            else if (x < k) c.fx[where[x]++] = y - k;
-            else c.fx[where[y]++] = x - k;
-        }
-    }
-    bp__free(a, pa, n_pairs * sizeof *pa);
-    bp__free(a, pb, n_pairs * sizeof *pb);
-    pa = pb = NULL;
 
     /* Static priorities. */
     rank = bp__alloc(a, (size_t)GR_N_STATIC * k * sizeof *rank);
@@ -339,13 +304,10 @@ int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, ui
     rc = 0;
 out:
     bp__free(a, tp, 2 * (size_t)nt * sizeof *tp);
-    bp__free(a, live, (size_t)nt * sizeof *live);
-    bp__free(a, where, (size_t)nt * sizeof *where);
+    bp__free(a, ids, (size_t)nt * sizeof *ids);
     bp__free(a, secmax, n_secmax * sizeof *secmax);
     bp__free(a, T, (size_t)k * sizeof *T);
     bp__free(a, len, (size_t)k * sizeof *len);
-    bp__free(a, pa, n_pairs * sizeof *pa);
-    bp__free(a, pb, n_pairs * sizeof *pb);
     bp__free(a, rank, (size_t)GR_N_STATIC * k * sizeof *rank);
     bp__free(a, prio, (size_t)k * sizeof *prio);
     bp__free(a, keys, (size_t)k * sizeof *keys);

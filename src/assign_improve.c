@@ -56,8 +56,8 @@
  * suffix from the first changed position is decoded again, a decoding
  * stops as soon as one buffer ends above the current arena, and moves that
  * do not raise the arena are kept (walks along plateaus).  Each placement
- * visits only the buffers overlapping it in time (adjacency lists built in
- * one sweep, O(n log n + overlaps)).
+ * visits only the buffers overlapping it in time (adjacency lists from
+ * bp__assign_overlaps, O(n log n + overlaps)).
  *
  * Deterministic: a fixed-seed xorshift generator and a work budget in
  * deterministic units (skyline steps and candidates, overlap visits), not
@@ -583,8 +583,8 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
     uint32_t nt = k + nf;
     int rc = -1;
     bp__tp *tp = bp__alloc(a, 2 * (size_t)nt * sizeof *tp);
-    uint32_t *live = bp__alloc(a, (size_t)nt * sizeof *live), *ids = bp__alloc(a, (size_t)nt * sizeof *ids);
-    uint32_t *fill = NULL;
+    uint32_t *ids = bp__alloc(a, (size_t)nt * sizeof *ids);
+    uint32_t *peak = NULL;   /* scratch: the buffers ending at the arena */
     im_key *keys = NULL;
     uint64_t *best = NULL;
     c.k = k;
@@ -599,7 +599,7 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
     c.cur = bp__alloc(a, (size_t)k * sizeof *c.cur);
     c.pmax = bp__alloc(a, ((size_t)k + 1) * sizeof *c.pmax);
     c.tmax = bp__alloc(a, ((size_t)k + 1) * sizeof *c.tmax);
-    if (!tp || !live || !ids || !c.orig || !c.size || !c.align || !c.adj_off || !c.fx_off || !c.perm ||
+    if (!tp || !ids || !c.orig || !c.size || !c.align || !c.adj_off || !c.fx_off || !c.perm ||
         !c.pos || !c.off || !c.cur || !c.pmax || !c.tmax) goto out;
     /* free buffers 0..k-1, pre-placed k.. (ids: the caller's index of each) */
     if (bp__assign_endpoints(iv, n, k, nf, tp, ids) > max_pairs) { rc = 1; goto out; }
@@ -751,67 +751,38 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
     /* Without pre-placed buffers the skyline had the whole budget; with
      * them, the search over orders below does. */
     if (nf == 0) goto finish;
-    /* degrees (both ways for free-free, one way for free-fixed) */
+    /* overlap lists; a pre-placed one kept as its offset and end per entry */
     {
-        size_t n_live = 0;
-        uint32_t *wh = bp__alloc(a, (size_t)nt * sizeof *wh);
-        if (!wh) goto out;
-        for (int fillpass = 0; fillpass < 2; fillpass++) {
-            n_live = 0;
-            for (size_t e = 0; e < 2 * (size_t)nt; e++) {
-                uint32_t b = tp[e].b;
-                if (tp[e].end) {
-                    uint32_t w = wh[b];
-                    live[w] = live[--n_live];
-                    wh[live[w]] = w;
-                    continue;
-                }
-                for (size_t l = 0; l < n_live; l++) {
-                    uint32_t x = live[l];
-                    if (x >= k && b >= k) continue;
-                    if (fillpass == 0) {
-                        if (x < k && b < k) { c.adj_off[x + 1]++; c.adj_off[b + 1]++; }
-                        else c.fx_off[(x < k ? x : b) + 1]++;
-                    } else if (x < k && b < k) {
-                        c.adj[fill[x]++] = b; c.adj[fill[b]++] = x;
-                    } else {
-                        uint32_t fr = x < k ? x : b, fi = ids[x < k ? b : x];
-                        uint32_t at = c.fx_off[fr] + (fill[k + fr]++);
-                        c.fxo[at] = iv[fi].fixed_offset;
-                        c.fxe[at] = iv[fi].fixed_offset + iv[fi].size;
-                    }
-                }
-                wh[b] = (uint32_t)n_live;
-                live[n_live++] = b;
+        bp__overlaps ol = { .ov_off = c.adj_off, .fx_off = c.fx_off };
+        if (bp__assign_overlaps(a, tp, k, nf, &ol)) goto out;
+        c.adj = ol.ov; c.n_adj = ol.n_ov;
+        c.n_fx = ol.n_fx;
+        c.fxo = bp__alloc(a, c.n_fx * sizeof *c.fxo);
+        c.fxe = bp__alloc(a, c.n_fx * sizeof *c.fxe);
+        if (c.fxo && c.fxe)
+            for (uint32_t at = 0; at < c.fx_off[k]; at++) {
+                const bp_interval *x = &iv[ids[k + ol.fx[at]]];
+                c.fxo[at] = x->fixed_offset;
+                c.fxe[at] = x->fixed_offset + x->size;
             }
-            if (fillpass == 0) {
-                for (uint32_t b = 0; b < k; b++) { c.adj_off[b + 1] += c.adj_off[b]; c.fx_off[b + 1] += c.fx_off[b]; }
-                c.n_adj = c.adj_off[k] ? c.adj_off[k] : 1;
-                c.n_fx = c.fx_off[k] ? c.fx_off[k] : 1;
-                size_t maxd = 1;
-                for (uint32_t b = 0; b < k; b++) {
-                    size_t d = (size_t)(c.adj_off[b + 1] - c.adj_off[b]) + (c.fx_off[b + 1] - c.fx_off[b]);
-                    if (d > maxd) maxd = d;
-                }
-                c.adj = bp__alloc(a, c.n_adj * sizeof *c.adj);
-                c.fxo = bp__alloc(a, c.n_fx * sizeof *c.fxo);
-                c.fxe = bp__alloc(a, c.n_fx * sizeof *c.fxe);
-                c.conf = bp__alloc(a, maxd * sizeof *c.conf);
-                fill = bp__alloc(a, 2 * (size_t)k * sizeof *fill);
-                if (!c.adj) c.n_adj = 0;
-                if (!c.fxo || !c.fxe) {   /* free with the size they were made */
-                    bp__free(a, c.fxo, c.n_fx * sizeof *c.fxo);
-                    bp__free(a, c.fxe, c.n_fx * sizeof *c.fxe);
-                    c.fxo = c.fxe = NULL;
-                    c.n_fx = 0;
-                }
-                if (c.conf) c.conf_cap = maxd;
-                if (!c.adj || !c.fxo || !c.conf || !fill) { bp__free(a, wh, (size_t)nt * sizeof *wh); goto out; }
-                memcpy(fill, c.adj_off, (size_t)k * sizeof *fill);
-                memset(fill + k, 0, (size_t)k * sizeof *fill);
-            }
+        bp__free(a, ol.fx, ol.n_fx * sizeof *ol.fx);
+        if (!c.fxo || !c.fxe) {   /* free with the size they were made */
+            bp__free(a, c.fxo, c.n_fx * sizeof *c.fxo);
+            bp__free(a, c.fxe, c.n_fx * sizeof *c.fxe);
+            c.fxo = c.fxe = NULL;
+            c.n_fx = 0;
+            goto out;
         }
-        bp__free(a, wh, (size_t)nt * sizeof *wh);
+        size_t maxd = 1;
+        for (uint32_t b = 0; b < k; b++) {
+            size_t d = (size_t)(c.adj_off[b + 1] - c.adj_off[b]) + (c.fx_off[b + 1] - c.fx_off[b]);
+            if (d > maxd) maxd = d;
+        }
+        c.conf = bp__alloc(a, maxd * sizeof *c.conf);
+        if (!c.conf) goto out;
+        c.conf_cap = maxd;
+        peak = bp__alloc(a, (size_t)k * sizeof *peak);
+        if (!peak) goto out;
     }
 
     /* The start: the caller's solution sorted by offset (larger first on ties). */
@@ -834,7 +805,6 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
         improved = true;
         memcpy(best, c.cur, (size_t)k * sizeof *best);
     }
-    uint32_t *peak = fill;   /* scratch: the buffers ending at the arena */
     uint64_t iter = 0;
     while (best_ar > lb && cur > base && c.work < work) {
         if (deadline > 0 && (++iter & 63) == 0 && bp__now() >= deadline) break;
@@ -889,9 +859,8 @@ finish:
     rc = 0;
 out:
     bp__free(a, tp, 2 * (size_t)nt * sizeof *tp);
-    bp__free(a, live, (size_t)nt * sizeof *live);
     bp__free(a, ids, (size_t)nt * sizeof *ids);
-    bp__free(a, fill, 2 * (size_t)k * sizeof *fill);
+    bp__free(a, peak, (size_t)k * sizeof *peak);
     bp__free(a, keys, (size_t)k * sizeof *keys);
     bp__free(a, best, (size_t)k * sizeof *best);
     im_free(&c);

@@ -1,5 +1,7 @@
 /* Private to the assigners (assign*.c): the canonical greedy shared by
- * bestfit and search, and the allocator they all work with. */
+ * bestfit and search, the allocator they all work with, and the numbering
+ * of end points and overlap lists that the greedy, the improvement phase
+ * and search build the same way (assign.c). */
 #ifndef BP_ASSIGN_INTERNAL_H
 #define BP_ASSIGN_INTERNAL_H
 
@@ -61,6 +63,29 @@ void bp__assign_count(const bp_interval *iv, size_t n, uint32_t *k, uint32_t *nf
  * then by id; ids[id] = the input index of each id (k + nf of them).
  * Returns the number of pairs of intervals that overlap in time. */
 uint64_t bp__assign_endpoints(const bp_interval *iv, size_t n, uint32_t k, uint32_t nf, bp__tp *tp, uint32_t *ids);
+
+/* Overlap lists of the sized intervals from their end points tp (as
+ * bp__assign_endpoints writes them: free 0..k-1, pre-placed k..k+nf-1), by
+ * a sweep that keeps the live set: O(n + overlaps), one pass to count and
+ * one to fill.  ov_off/ov: CSR over the free buffers, for each the free
+ * buffers overlapping it in time (both directions); fx_off/fx: the
+ * pre-placed ones overlapping it, numbered 0..nf-1.  Two pre-placed
+ * buffers make no entry.  Each list is in sweep order (the order the
+ * callers' results were made with: improve draws swap partners by index).
+ * The caller passes ov_off and fx_off zeroed (k + 1 entries).  With bits
+ * set (k rows of W words, zeroed) the free-free overlaps go into the bit
+ * rows instead of ov: ov_off still gets their counts, ov stays NULL.  ov,
+ * fx come from `a` with n_ov, n_fx entries (at least 1 each).  Returns 0, or
+ * -1 out of memory (then ov, fx NULL: nothing held). */
+typedef struct bp__overlaps {
+    uint32_t *ov_off, *ov;   /* in: k + 1 zeroed; out: ov from a */
+    uint32_t *fx_off, *fx;
+    size_t n_ov, n_fx;
+    uint64_t *bits;          /* NULL, or k rows of W words */
+    uint32_t W;
+} bp__overlaps;
+
+int bp__assign_overlaps(const bp_allocator *a, const bp__tp *tp, uint32_t k, uint32_t nf, bp__overlaps *o);
 
 /* Iterated greedy over placement orders (assign_improve.c), from the
  * solution in offsets[] (all n; *arena its arena).  Gives up (returns 1,

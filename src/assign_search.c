@@ -1546,17 +1546,13 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
             bp__free(a, cur, (c->n_sec + 1) * sizeof *cur);
         }
     }
-    /* overlaps by a sweep over the sorted time points (ends first) */
+    /* overlaps (bp__assign_overlaps); up to SR_BITSET_MAX buffers the
+     * free-free ones go straight into the bitset rows (with their counts in
+     * ov_off): no lists */
     {
-        uint32_t *live = bp__alloc(a, ((size_t)nt + 1) * sizeof *live), *where = bp__alloc(a, ((size_t)nt + 1) * sizeof *where);
-        size_t n_live = 0, cap = 0, cnt = 0, fcap = 0, fcnt = 0;
-        uint32_t *pairs = NULL; /* (a, b) pairs of free buffers */
-        uint32_t *fpairs = NULL; /* (free, obstacle) pairs */
-        /* up to SR_BITSET_MAX buffers the overlaps go straight into the
-         * bitset rows (with their counts in ov_off): no pairs, no lists */
         bool bits = k && k <= SR_BITSET_MAX;
-        ok = live && where;
-        if (ok && bits) {
+        ok = true;
+        if (bits) {
             c->W = (k + 63) / 64;
             c->ovb = bp__calloc(a, (size_t)c->W * k, sizeof *c->ovb);
             c->unpl = bp__calloc(a, c->W, sizeof *c->unpl);
@@ -1565,88 +1561,20 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
             ok = c->ovb && c->unpl && c->rl;
         }
         if (ok) {
-            /* count the pairs first: one allocation of the exact size
-             * instead of doubling reallocs (their copies and fresh pages
-             * were a tenth of a short probe) */
-            size_t np2 = 0, nfp = 0, lf = 0, lo = 0;   /* live free buffers / obstacles */
-            for (size_t e = 0; e < 2 * (size_t)nt; e++) {
-                uint32_t b = tp[e].b;
-                bool fr = b < k;
-                if (tp[e].end) { if (fr) lf--; else lo--; continue; }
-                if (fr) { np2 += lf; nfp += lo; lf++; } else { nfp += lf; lo++; }
-            }
-            ok = (bits || bp__grow(a, (void **)&pairs, &cap, 2 * (np2 + nt + 1), sizeof *pairs)) &&
-                 (!nf || bp__grow(a, (void **)&fpairs, &fcap, 2 * (nfp + nt + 1), sizeof *fpairs));
-        }
-        for (size_t e = 0; ok && e < 2 * (size_t)nt; e++) {
-            uint32_t b = tp[e].b;
-            if (tp[e].end) {
-                uint32_t w = where[b];
-                live[w] = live[--n_live];
-                where[live[w]] = w;
-                continue;
-            }
-            if (!bits && !bp__grow(a, (void **)&pairs, &cap, 2 * (cnt + n_live), sizeof *pairs)) { ok = false; break; }
-            if (nf && !bp__grow(a, (void **)&fpairs, &fcap, 2 * (fcnt + n_live), sizeof *fpairs)) { ok = false; break; }
-            if (bits && b < k && !nf) {
-                uint64_t *rb = c->ovb + (size_t)b * c->W;
-                for (size_t l = 0; l < n_live; l++) {
-                    uint32_t x = live[l];
-                    rb[x >> 6] |= UINT64_C(1) << (x & 63);
-                    c->ovb[(size_t)x * c->W + (b >> 6)] |= UINT64_C(1) << (b & 63);
-                    c->ov_off[x + 1]++;
-                }
-                c->ov_off[b + 1] += (uint32_t)n_live;
-            } else for (size_t l = 0; l < n_live; l++) {
-                uint32_t x = live[l];
-                if (x < k && b < k) {
-                    if (bits) {
-                        c->ovb[(size_t)b * c->W + (x >> 6)] |= UINT64_C(1) << (x & 63);
-                        c->ovb[(size_t)x * c->W + (b >> 6)] |= UINT64_C(1) << (b & 63);
-                        c->ov_off[x + 1]++; c->ov_off[b + 1]++;
-                    } else { pairs[2 * cnt] = x; pairs[2 * cnt + 1] = b; cnt++; }
-                } else if (x < k || b < k) {
-                    fpairs[2 * fcnt] = x < k ? x : b; fpairs[2 * fcnt + 1] = (x < k ? b : x) - k; fcnt++;
-                }
-            }
-            where[b] = (uint32_t)n_live;
-            live[n_live++] = b;
-        }
-        bp__free(a, live, ((size_t)nt + 1) * sizeof *live);
-        bp__free(a, where, ((size_t)nt + 1) * sizeof *where);
-        if (ok && bits) {
-            for (uint32_t b = 0; b < k; b++) c->ov_off[b + 1] += c->ov_off[b];
-        } else if (ok) {
-            for (size_t p = 0; p < cnt; p++) { c->ov_off[pairs[2 * p] + 1]++; c->ov_off[pairs[2 * p + 1] + 1]++; }
-            for (uint32_t b = 0; b < k; b++) c->ov_off[b + 1] += c->ov_off[b];
-            c->ov = bp__alloc(a, (cnt ? 2 * cnt : 1) * sizeof *c->ov);
-            if (c->ov) c->n_ov = cnt ? 2 * cnt : 1;
-            uint32_t *cur = bp__alloc(a, kk * sizeof *cur);
-            if (c->ov && cur) {
-                memcpy(cur, c->ov_off, kk * sizeof *cur);
-                for (size_t p = 0; p < cnt; p++) {
-                    c->ov[cur[pairs[2 * p]]++] = pairs[2 * p + 1];
-                    c->ov[cur[pairs[2 * p + 1]]++] = pairs[2 * p];
-                }
-            } else ok = false;
-            bp__free(a, cur, kk * sizeof *cur);
+            bp__overlaps ol = { .ov_off = c->ov_off, .fx_off = c->fx_off, .bits = bits ? c->ovb : NULL, .W = c->W };
+            ok = bp__assign_overlaps(a, tp, k, nf, &ol) == 0;
+            c->ov = ol.ov; c->n_ov = ol.n_ov;
+            c->fx = ol.fx; c->n_fx = ol.n_fx;
         }
         if (ok) {
-            /* obstacles per free buffer, and per section */
-            for (size_t p = 0; p < fcnt; p++) c->fx_off[fpairs[2 * p] + 1]++;
-            for (uint32_t b = 0; b < k; b++) c->fx_off[b + 1] += c->fx_off[b];
-            c->fx = bp__alloc(a, (fcnt ? fcnt : 1) * sizeof *c->fx);
-            if (c->fx) c->n_fx = fcnt ? fcnt : 1;
+            /* obstacles per section */
             c->sfx_off = bp__calloc(a, c->n_sec + 2, sizeof *c->sfx_off);
-            uint32_t *cur = bp__alloc(a, kk * sizeof *cur);
             size_t ns = 0;
             for (uint32_t f2 = 0; f2 < nf; f2++) ns += c->shi[k + f2] - c->slo[k + f2];
             c->sfx = bp__alloc(a, (ns ? ns : 1) * sizeof *c->sfx);
             if (c->sfx) c->n_sfx = ns ? ns : 1;
             uint32_t *scur = bp__alloc(a, (c->n_sec + 1) * sizeof *scur);
-            if (c->fx && c->sfx_off && cur && c->sfx && scur) {
-                memcpy(cur, c->fx_off, kk * sizeof *cur);
-                for (size_t p = 0; p < fcnt; p++) c->fx[cur[fpairs[2 * p]]++] = fpairs[2 * p + 1];
+            if (c->sfx_off && c->sfx && scur) {
                 for (uint32_t f2 = 0; f2 < nf; f2++)
                     for (uint32_t s = c->slo[k + f2]; s < c->shi[k + f2]; s++) c->sfx_off[s + 1]++;
                 for (uint32_t s = 0; s < c->n_sec; s++) c->sfx_off[s + 1] += c->sfx_off[s];
@@ -1654,11 +1582,8 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
                 for (uint32_t f2 = 0; f2 < nf; f2++)
                     for (uint32_t s = c->slo[k + f2]; s < c->shi[k + f2]; s++) c->sfx[scur[s]++] = f2;
             } else ok = false;
-            bp__free(a, cur, kk * sizeof *cur);
             bp__free(a, scur, (c->n_sec + 1) * sizeof *scur);
         }
-        bp__free(a, fpairs, fcap * sizeof *fpairs);
-        bp__free(a, pairs, cap * sizeof *pairs);
     }
     if (!ok) goto out;
     ok = false;
