@@ -24,6 +24,126 @@ static int env_seed_bug(void)
     return e && *e && *e != '0';
 }
 
+/* ------------------------------------------------------ setup helpers */
+
+/* Setups the tests share.  Failures of the calls under test are checked at
+ * the call sites (CHECK_OK names the line); a pool or handle that cannot be
+ * made stops the run, as there is nothing left to test. */
+
+static bp_pool_options tp_options(void)
+{
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    return o;
+}
+
+/* a pool with options o (NULL: the defaults) */
+static bp_pool *tp_pool(const bp_pool_options *o)
+{
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(o, &p, &err), err);
+    REQUIRE(p);
+    return p;
+}
+
+/* a handle of p caching at most cache_bytes (0: the default bound) */
+static bp_pool_local *tp_local(bp_pool *p, uint64_t cache_bytes)
+{
+    bp_error err = {0};
+    bp_pool_local *l = NULL;
+    CHECK_OK(bp_pool_local_new(p, cache_bytes, &l, &err), err);
+    REQUIRE(l);
+    return l;
+}
+
+/* through handle l when there is one, else through the plain API of p */
+static bp_status tp_alloc(bp_pool *p, bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err)
+{
+    return l ? bp_pool_local_alloc(l, bytes, ptr, err) : bp_pool_alloc(p, bytes, ptr, err);
+}
+
+static bp_status tp_dealloc(bp_pool *p, bp_pool_local *l, void *ptr, bp_error *err)
+{
+    return l ? bp_pool_local_dealloc(l, ptr, err) : bp_pool_dealloc(p, ptr, err);
+}
+
+/* The loops below make every call even after a failure and return the
+ * first failure, its message in *err, for the caller's CHECK_OK. */
+static void tp_keep_first(bp_status *first, bp_status st, const bp_error *e, bp_error *err)
+{
+    if (st != BP_OK && *first == BP_OK) { *first = st; *err = *e; }
+}
+
+/* v[i] = a block of bytes + i * step, for i < n */
+static bp_status tp_alloc_all(bp_pool *p, bp_pool_local *l, void **v, int n, uint64_t bytes, uint64_t step,
+                              bp_error *err)
+{
+    bp_status first = BP_OK;
+    for (int i = 0; i < n; i++) {
+        bp_error e = {0};
+        tp_keep_first(&first, tp_alloc(p, l, bytes + (uint64_t)i * step, &v[i], &e), &e, err);
+    }
+    return first;
+}
+
+/* frees v[0..n) in order, skipping NULL (a no-op for both APIs) */
+static bp_status tp_dealloc_all(bp_pool *p, bp_pool_local *l, void *const *v, int n, bp_error *err)
+{
+    bp_status first = BP_OK;
+    for (int i = 0; i < n; i++) {
+        bp_error e = {0};
+        if (v[i]) tp_keep_first(&first, tp_dealloc(p, l, v[i], &e), &e, err);
+    }
+    return first;
+}
+
+/* One phase of a replay of stages through handle l: a window of live
+ * blocks slides through the phase's `count` blocks of bytes + i * 256 (block
+ * i in slot i % cap of live, whose previous block is freed first). */
+static bp_status tp_phase(bp_pool_local *l, void **live, int cap, uint64_t bytes, int count, bp_error *err)
+{
+    bp_status first = BP_OK;
+    for (int i = 0; i < count + 4; i++) {
+        bp_error e = {0};
+        if (live[i % cap]) tp_keep_first(&first, bp_pool_local_dealloc(l, live[i % cap], &e), &e, err);
+        live[i % cap] = NULL;
+        if (i < count)
+            tp_keep_first(&first, bp_pool_local_alloc(l, bytes + (uint64_t)i * 256, &live[i % cap], &e), &e, err);
+    }
+    return first;
+}
+
+/* blocks of `bytes` into v[0..) through the plain API until a call fails
+ * or cap are live: *n of them; returns the last call's status */
+static bp_status tp_fill(bp_pool *p, uint64_t bytes, void **v, int cap, int *n, bp_error *err)
+{
+    bp_status st = BP_OK;
+    *n = 0;
+    while (*n < cap && (st = bp_pool_alloc(p, bytes, &v[*n], err)) == BP_OK) (*n)++;
+    return st;
+}
+
+static bp_pool_stats tp_stats(bp_pool *p)
+{
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    return s;
+}
+
+/* the stats after a merge pass */
+static bp_pool_stats tp_compacted(bp_pool *p)
+{
+    bp_pool_compact(p);
+    return tp_stats(p);
+}
+
+/* nothing allocated, nothing cached */
+static int tp_drained(const bp_pool_stats *s)
+{
+    return s->in_use_bytes == 0 && s->cached_bytes == 0 && s->n_live_blocks == 0;
+}
+
 /* A host allocator that counts live bytes, to check the pool frees all its
  * metadata and allocates none while an arena tensor is bound. */
 typedef struct { long long live, calls; } count_ctx;
@@ -76,30 +196,23 @@ static uint64_t rand_size(unsigned long long *s)
 static void shadow_run(uint64_t alignment, uint32_t compact_interval, int nops, unsigned long long seed, int use_local)
 {
     bp_error err = {0};
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.alignment = alignment;
     o.compact_interval = compact_interval;
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(&o);
     enum { MAXLIVE = 96 };
     live_t live[MAXLIVE];
     int n = 0;
     unsigned tag = 1;
     uint64_t live_bytes = 0;
-    bp_pool_local *l = NULL;
-    if (use_local) {
-        CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
-        REQUIRE(l);
-    }
+    bp_pool_local *l = use_local ? tp_local(p, 0) : NULL;
     for (int op = 0; op < nops; op++) {
         int do_alloc = n == 0 || (n < MAXLIVE && test_rand(&seed) % 100 < 55);
         if (do_alloc) {
             uint64_t req = rand_size(&seed);
             void *ptr = NULL;
-            if (l && test_rand(&seed) % 2) CHECK_OK(bp_pool_local_alloc(l, req, &ptr, &err), err);
-            else CHECK_OK(bp_pool_alloc(p, req, &ptr, &err), err);
+            /* (the random draw only when there is a handle to choose) */
+            CHECK_OK(tp_alloc(p, l && test_rand(&seed) % 2 ? l : NULL, req, &ptr, &err), err);
             if (!ptr) continue;
             uint64_t size = bp_pool_block_bytes(p, ptr);
             uint64_t q = alignment > 256 ? alignment : 256;
@@ -123,15 +236,13 @@ static void shadow_run(uint64_t alignment, uint32_t compact_interval, int nops, 
             int j = (int)(test_rand(&seed) % (unsigned)n);
             CHECK_MSG(intact(live[j].p, live[j].req, live[j].tag), "block %p (%" PRIu64 " bytes) was overwritten",
                       (void *)live[j].p, live[j].req);
-            if (l && test_rand(&seed) % 2) CHECK_OK(bp_pool_local_dealloc(l, live[j].p, &err), err);
-            else CHECK_OK(bp_pool_dealloc(p, live[j].p, &err), err);
+            CHECK_OK(tp_dealloc(p, l && test_rand(&seed) % 2 ? l : NULL, live[j].p, &err), err);
             live_bytes -= live[j].size;
             live[j] = live[--n];
         }
         if (op % 5000 == 4999) {
             CHECK_OK(bp__pool_check(p, 1, &err), err);
-            bp_pool_stats s;
-            bp_pool_get_stats(p, &s);
+            bp_pool_stats s = tp_stats(p);
             CHECK(s.in_use_bytes == live_bytes);
             CHECK(s.n_live_blocks == (uint64_t)n);
             CHECK(s.in_use_bytes + s.free_bytes <= s.reserved_bytes);
@@ -143,22 +254,18 @@ static void shadow_run(uint64_t alignment, uint32_t compact_interval, int nops, 
     while (n > 0) {
         n--;
         CHECK(intact(live[n].p, live[n].req, live[n].tag));
-        if (l) CHECK_OK(bp_pool_local_dealloc(l, live[n].p, &err), err);
-        else CHECK_OK(bp_pool_dealloc(p, live[n].p, &err), err);
+        CHECK_OK(tp_dealloc(p, l, live[n].p, &err), err);
     }
     bp_pool_local_free(l); /* returns its cache */
-    bp_pool_stats s;
-    bp_pool_get_stats(p, &s);
+    bp_pool_stats s = tp_stats(p);
     CHECK(s.in_use_bytes == 0 && s.n_live_blocks == 0);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
-    bp_pool_compact(p);
-    bp_pool_get_stats(p, &s);
+    s = tp_compacted(p);
     /* everything merged: one free block per chunk */
     CHECK_MSG(s.n_free_blocks == s.n_chunks, "%" PRIu64 " free blocks in %" PRIu64 " chunks", s.n_free_blocks,
               s.n_chunks);
     uint64_t rel = bp_pool_trim(p);
-    bp_pool_stats t;
-    bp_pool_get_stats(p, &t);
+    bp_pool_stats t = tp_stats(p);
     CHECK(rel == s.reserved_bytes && t.reserved_bytes == 0 && t.n_chunks == 0);
     CHECK(t.os_calls == s.os_calls + s.n_chunks);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
@@ -226,8 +333,7 @@ static void test_bad_args(void)
     void *y;
     CHECK(bp_pool_arena_bind(p, 0, 1, &y, &err) == BP_ERR_USAGE);      /* no arena */
     CHECK(bp_pool_arena_bind(p, 0, 0, &y, &err) == BP_OK && y == NULL);
-    bp_pool_stats s;
-    bp_pool_get_stats(p, &s);
+    bp_pool_stats s = tp_stats(p);
     CHECK(s.failures == 1 && s.n_allocs == 1 && s.n_deallocs == 1);
     bp_pool_free(p);
     bp_pool_free(NULL);
@@ -242,12 +348,9 @@ static void test_bad_args(void)
 static int borrow_scenario(int seed_bug, int region, uint64_t *os_calls_after, uint64_t *borrows)
 {
     bp_error err = {0};
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.compact_interval = 0; /* merge only when the pool would grow */
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(&o);
     bp__pool_set_seed_bug(p, seed_bug);
     bp__pool_set_region(p, region);
     void *big = NULL, *small = NULL;
@@ -295,9 +398,7 @@ static void test_borrow_return(void)
 static void region_scenario(int region, uint64_t *calls_after, uint64_t *chunks)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(NULL);
     bp__pool_set_region(p, region);
     void *a = NULL, *b = NULL, *c = NULL;
     /* sizes of cache classes (4 per power of two), so nothing is rounded up */
@@ -338,22 +439,18 @@ static void test_region(void)
     /* a byte limit: the region grows up to it, the request past it fails
      * with a clear message, and the freed space serves one block of it all */
     bp_error err = {0};
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.max_bytes = 20 * MiB;
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(&o);
     void *b[8] = {0};
-    int n = 0;
-    bp_status st = BP_OK;
-    while (n < 8 && (st = bp_pool_alloc(p, 6 * MiB, &b[n], &err)) == BP_OK) n++;
+    int n;
+    bp_status st = tp_fill(p, 6 * MiB, b, 8, &n, &err);
     CHECK(st == BP_ERR_EXHAUSTED && n == 3 && b[n] == NULL);
     CHECK_MSG(strstr(err.msg, "6291456") && strstr(err.msg, "limit 20971520"), "%s", err.msg);
     bp_pool_stats s0, s1;
     bp_pool_get_stats(p, &s0);
     CHECK(s0.reserved_bytes <= 20 * MiB && s0.n_chunks == 1);
-    for (int i = 0; i < n; i++) CHECK_OK(bp_pool_dealloc(p, b[i], &err), err);
+    CHECK_OK(tp_dealloc_all(p, NULL, b, n, &err), err);
     CHECK_OK(bp_pool_alloc(p, 16 * MiB, &b[0], &err), err);
     bp_pool_get_stats(p, &s1);
     CHECK(s1.os_calls == s0.os_calls);
@@ -370,21 +467,16 @@ static void test_region(void)
 static void test_region_handover(void)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(NULL);
     for (int i = 0; i < 20; i++) {
-        bp_pool_local *l = NULL;
-        CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
-        REQUIRE(l);
+        bp_pool_local *l = tp_local(p, 0);
         void *b = NULL;
         CHECK_OK(bp_pool_local_alloc(l, (uint64_t)(4 + i) * MiB, &b, &err), err);
         memset(b, i, (size_t)(4 + i) * MiB);
         CHECK_OK(bp_pool_local_dealloc(l, b, &err), err);
         bp_pool_local_free(l);
     }
-    bp_pool_stats s;
-    bp_pool_get_stats(p, &s);
+    bp_pool_stats s = tp_stats(p);
     CHECK_MSG(s.reserved_bytes <= 30 * MiB && s.n_chunks <= 2,
               "handle churn: %" PRIu64 " bytes reserved in %" PRIu64 " chunks for blocks of at most 23 MiB",
               s.reserved_bytes, (uint64_t)s.n_chunks);
@@ -396,10 +488,15 @@ static void test_region_handover(void)
 /* A synthetic trace like bench/pool's (pool_trace synthetic): sizes
  * log-uniform from 256 B to 16 MiB, mostly short lifetimes (the young die
  * first), some long ones.  ev[i] > 0 allocates ev[i] bytes into slot
- * slot[i]; ev[i] == 0 frees slot[i]. */
+ * slot[i]; ev[i] == 0 frees slot[i].  The caller frees it with syn_free. */
 enum { SYN_SLOTS = 256 };
-static void syn_trace(unsigned long long seed, int n, uint64_t *ev, int *slot)
+typedef struct { uint64_t *ev; int *slot; int n; } syn_t;
+static syn_t syn_trace(unsigned long long seed, int n)
 {
+    syn_t t = {malloc((size_t)n * sizeof *t.ev), malloc((size_t)n * sizeof *t.slot), n};
+    REQUIRE(t.ev && t.slot);
+    uint64_t *ev = t.ev;
+    int *slot = t.slot;
     int live[SYN_SLOTS], nlive = 0, next = 0;
     for (int e = 0; e < n; e++) {
         int do_alloc = nlive == 0 || (nlive < SYN_SLOTS && test_rand(&seed) % 100 < (nlive < 16 ? 70u : 40u));
@@ -423,38 +520,38 @@ static void syn_trace(unsigned long long seed, int n, uint64_t *ev, int *slot)
             live[j] = live[--nlive];
         }
     }
+    return t;
+}
+
+static void syn_free(syn_t *t)
+{
+    free(t->ev);
+    free(t->slot);
 }
 
 /* Replays the synthetic trace `reps` times (through a handle, or the plain
  * API); returns the pool's OS calls after the first `warm` replays. */
-static uint64_t syn_replay(const uint64_t *ev, const int *slot, int n, int reps, int warm, int use_local, int region,
-                           double *overhead)
+static uint64_t syn_replay(const syn_t *t, int reps, int warm, int use_local, int region, double *overhead)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(NULL);
     bp__pool_set_region(p, region);
-    bp_pool_local *l = NULL;
-    if (use_local) CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    bp_pool_local *l = use_local ? tp_local(p, 0) : NULL;
     void *ptr[SYN_SLOTS] = {0};
     uint64_t first = 0;
     bp_pool_stats s;
     for (int rep = 0; rep < reps; rep++) {
-        for (int e = 0; e < n; e++) {
-            void **q = &ptr[slot[e]];
-            if (ev[e]) {
-                CHECK_OK(l ? bp_pool_local_alloc(l, ev[e], q, &err) : bp_pool_alloc(p, ev[e], q, &err), err);
+        for (int e = 0; e < t->n; e++) {
+            void **q = &ptr[t->slot[e]];
+            if (t->ev[e]) {
+                CHECK_OK(tp_alloc(p, l, t->ev[e], q, &err), err);
             } else {
-                CHECK_OK(l ? bp_pool_local_dealloc(l, *q, &err) : bp_pool_dealloc(p, *q, &err), err);
+                CHECK_OK(tp_dealloc(p, l, *q, &err), err);
                 *q = NULL;
             }
         }
-        for (int j = 0; j < SYN_SLOTS; j++)
-            if (ptr[j]) {
-                CHECK_OK(l ? bp_pool_local_dealloc(l, ptr[j], &err) : bp_pool_dealloc(p, ptr[j], &err), err);
-                ptr[j] = NULL;
-            }
+        CHECK_OK(tp_dealloc_all(p, l, ptr, SYN_SLOTS, &err), err);
+        memset(ptr, 0, sizeof ptr);
         /* the counter after every replay (statistics return the plain
          * API's caches to the lists, as a program that reads them between
          * requests does) */
@@ -482,22 +579,17 @@ static uint64_t syn_replay(const uint64_t *ev, const int *slot, int n, int reps,
  * region, the layout of a replay settles after the second. */
 static void test_large_no_growth(void)
 {
-    enum { N = 20000 };
-    uint64_t *ev = malloc(N * sizeof *ev);
-    int *slot = malloc(N * sizeof *slot);
-    REQUIRE(ev && slot);
-    syn_trace(1, N, ev, slot);
+    syn_t t = syn_trace(1, 20000);
     for (int use_local = 1; use_local >= 0; use_local--) {
         double ov, ov_off;
-        uint64_t calls = syn_replay(ev, slot, N, 8, 2, use_local, 1, &ov);
-        uint64_t off = syn_replay(ev, slot, N, 8, 2, use_local, 0, &ov_off);
+        uint64_t calls = syn_replay(&t, 8, 2, use_local, 1, &ov);
+        uint64_t off = syn_replay(&t, 8, 2, use_local, 0, &ov_off);
         printf("large requests, %s: %" PRIu64 " OS calls after warm-up, peak reserved / peak in use %.3f (region "
                "off: %" PRIu64 ", %.3f)\n", use_local ? "local handle" : "plain API", calls, ov, off, ov_off);
         CHECK_MSG(calls == 0, "%s: the pool grew %" PRIu64 " times after warm-up", use_local ? "handle" : "plain API",
                   calls);
     }
-    free(ev);
-    free(slot);
+    syn_free(&t);
 }
 
 /* The plain API after warm-up: the synthetic trace replayed through
@@ -513,22 +605,15 @@ static void test_large_no_growth(void)
  * starts where the piece was (a cached piece would push it up). */
 static void test_plain_no_growth(void)
 {
-    enum { N = 20000 };
-    uint64_t *ev = malloc(N * sizeof *ev);
-    int *slot = malloc(N * sizeof *slot);
-    REQUIRE(ev && slot);
-    syn_trace(1, N, ev, slot);
+    syn_t t = syn_trace(1, 20000);
     double ov;
-    uint64_t calls = syn_replay(ev, slot, N, 6, 1, 0, 1, &ov);
+    uint64_t calls = syn_replay(&t, 6, 1, 0, 1, &ov);
     printf("plain API: %" PRIu64 " OS calls after the first replay, peak reserved / peak in use %.3f\n", calls, ov);
     CHECK_MSG(calls == 0, "plain API: the pool grew %" PRIu64 " times after the first replay", calls);
-    free(ev);
-    free(slot);
+    syn_free(&t);
 
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(NULL);
     void *big = NULL, *piece = NULL, *again = NULL;
     /* 40 MiB: the region, and a pool past the small-pool cache floor */
     CHECK_OK(bp_pool_alloc(p, 40 * MiB, &big, &err), err);
@@ -564,22 +649,17 @@ static void test_plain_no_growth(void)
  * syn_replay reads after each replay, so it does not show the effect here.) */
 static void test_idle_no_growth(void)
 {
-    enum { N = 20000 };
     static const struct { unsigned seed; int use_local; } cases[] = {{2, 1}, {5, 1}, {8, 1}};
-    uint64_t *ev = malloc(N * sizeof *ev);
-    int *slot = malloc(N * sizeof *slot);
-    REQUIRE(ev && slot);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        syn_trace(cases[k].seed, N, ev, slot);
+        syn_t t = syn_trace(cases[k].seed, 20000);
         double ov;
-        uint64_t calls = syn_replay(ev, slot, N, 7, 2, cases[k].use_local, 1, &ov);
+        uint64_t calls = syn_replay(&t, 7, 2, cases[k].use_local, 1, &ov);
         printf("seed %u, %s: %" PRIu64 " OS calls after two replays, peak reserved / peak in use %.3f\n",
                cases[k].seed, cases[k].use_local ? "handle" : "plain API", calls, ov);
         CHECK_MSG(calls == 0, "seed %u, %s: the pool grew %" PRIu64 " times after the second replay", cases[k].seed,
                   cases[k].use_local ? "handle" : "plain API", calls);
+        syn_free(&t);
     }
-    free(ev);
-    free(slot);
 }
 
 /* Region requests in a pool past the small-pool cache floor keep their
@@ -589,25 +669,21 @@ static void test_region_size(void)
 {
     bp_error err = {0};
     for (int use_local = 0; use_local <= 1; use_local++) {
-        bp_pool *p = NULL;
-        CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-        REQUIRE(p);
-        bp_pool_local *l = NULL;
-        if (use_local) CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+        bp_pool *p = tp_pool(NULL);
+        bp_pool_local *l = use_local ? tp_local(p, 0) : NULL;
         void *a = NULL, *b = NULL;
         /* small pool: 4.5 MiB takes its class, 5 MiB */
-        CHECK_OK(l ? bp_pool_local_alloc(l, 9 * MiB / 2, &a, &err) : bp_pool_alloc(p, 9 * MiB / 2, &a, &err), err);
+        CHECK_OK(tp_alloc(p, l, 9 * MiB / 2, &a, &err), err);
         CHECK_MSG(bp_pool_block_bytes(p, a) == 5 * MiB, "%s, small pool: 4.5 MiB got %" PRIu64,
                   l ? "handle" : "plain", bp_pool_block_bytes(p, a));
         /* 40 MiB more: the cache bound leaves its floor */
-        CHECK_OK(l ? bp_pool_local_alloc(l, 40 * MiB, &b, &err) : bp_pool_alloc(p, 40 * MiB, &b, &err), err);
-        CHECK_OK(l ? bp_pool_local_dealloc(l, b, &err) : bp_pool_dealloc(p, b, &err), err);
-        CHECK_OK(l ? bp_pool_local_alloc(l, 9 * MiB + 1000, &b, &err) : bp_pool_alloc(p, 9 * MiB + 1000, &b, &err),
-                 err);
+        CHECK_OK(tp_alloc(p, l, 40 * MiB, &b, &err), err);
+        CHECK_OK(tp_dealloc(p, l, b, &err), err);
+        CHECK_OK(tp_alloc(p, l, 9 * MiB + 1000, &b, &err), err);
         CHECK_MSG(bp_pool_block_bytes(p, b) == 9 * MiB + 64 * KiB, "%s: 9 MiB + 1000 got %" PRIu64 " (class: 10 MiB)",
                   l ? "handle" : "plain", bp_pool_block_bytes(p, b));
-        CHECK_OK(l ? bp_pool_local_dealloc(l, b, &err) : bp_pool_dealloc(p, b, &err), err);
-        CHECK_OK(l ? bp_pool_local_dealloc(l, a, &err) : bp_pool_dealloc(p, a, &err), err);
+        CHECK_OK(tp_dealloc(p, l, b, &err), err);
+        CHECK_OK(tp_dealloc(p, l, a, &err), err);
         CHECK_OK(bp__pool_check(p, 1, &err), err);
         bp_pool_local_free(l);
         bp_pool_free(p);
@@ -621,12 +697,9 @@ static void test_region_size(void)
 static double drift_run(int seed_bug, int nops, double *frag_early, double *frag_late)
 {
     bp_error err = {0};
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.compact_interval = 1024;
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(&o);
     bp__pool_set_seed_bug(p, seed_bug);
     enum { LIVE = 64 };
     void *ptr[LIVE] = {0};
@@ -655,7 +728,7 @@ static double drift_run(int seed_bug, int nops, double *frag_early, double *frag
     }
     bp_pool_get_stats(p, &s);
     *frag_late = s.fragmentation;
-    for (int j = 0; j < LIVE; j++) CHECK_OK(bp_pool_dealloc(p, ptr[j], &err), err);
+    CHECK_OK(tp_dealloc_all(p, NULL, ptr, LIVE, &err), err);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     bp_pool_free(p);
     return (double)(s.reserved_bytes * 1000 / s.peak_in_use_bytes) / (double)early;
@@ -676,23 +749,19 @@ static void test_no_drift(void)
 static void test_merge(void)
 {
     bp_error err = {0};
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.compact_interval = 100;
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(&o);
     void *b[64];
     /* 32 x 4 KiB: exactly the 128 KiB piece the 4 KiB class grows by */
-    for (int i = 0; i < 32; i++) CHECK_OK(bp_pool_alloc(p, 4 * KiB, &b[i], &err), err);
+    CHECK_OK(tp_alloc_all(p, NULL, b, 32, 4 * KiB, 0, &err), err);
     bp_pool_stats s0, s1;
     bp_pool_get_stats(p, &s0);
     CHECK(s0.n_chunks == 1 && s0.os_calls == 1);
     /* consecutive blocks of one chunk, carved in order */
     for (int i = 1; i < 32; i++) CHECK((char *)b[i] == (char *)b[i - 1] + 4 * KiB);
     for (int i = 0; i < 32; i += 2) CHECK_OK(bp_pool_dealloc(p, b[i], &err), err);
-    bp_pool_compact(p);
-    bp_pool_get_stats(p, &s1);
+    s1 = tp_compacted(p);
     CHECK(s1.merges == 0 && s1.n_free_blocks == 16); /* no two free neighbours yet */
     /* each odd block joins its two free neighbours when it reaches the free
      * lists (immediate coalescing; the statistics return the thread cache) */
@@ -701,8 +770,7 @@ static void test_merge(void)
     bp_pool_get_stats(p, &s1);
     CHECK_MSG(s1.n_free_blocks == 1 && s1.merges == 31 && s1.compactions == passes0,
               "%" PRIu64 " free blocks, %" PRIu64 " merges without a merge pass", s1.n_free_blocks, s1.merges);
-    bp_pool_compact(p);
-    bp_pool_get_stats(p, &s1);
+    s1 = tp_compacted(p);
     CHECK_MSG(s1.n_free_blocks == 1, "%" PRIu64 " free blocks after merging", s1.n_free_blocks);
     CHECK(s1.largest_free_bytes == s1.free_bytes && s1.fragmentation == 0.0);
     CHECK(s1.merges == 31);
@@ -710,8 +778,8 @@ static void test_merge(void)
     /* the interval: 100 deallocs trigger a merge pass by themselves */
     uint64_t passes = s1.compactions;
     for (int r = 0; r < 3; r++) {
-        for (int i = 0; i < 50; i++) CHECK_OK(bp_pool_alloc(p, 256 + 64 * (uint64_t)i, &b[i], &err), err);
-        for (int i = 0; i < 50; i++) CHECK_OK(bp_pool_dealloc(p, b[i], &err), err);
+        CHECK_OK(tp_alloc_all(p, NULL, b, 50, 256, 64, &err), err);
+        CHECK_OK(tp_dealloc_all(p, NULL, b, 50, &err), err);
     }
     bp_pool_get_stats(p, &s1);
     CHECK_MSG(s1.compactions >= passes + 1, "compactions %" PRIu64 " -> %" PRIu64, passes, s1.compactions);
@@ -722,25 +790,20 @@ static void test_merge(void)
 static void test_exhaustion(void)
 {
     bp_error err = {0};
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.max_bytes = 4 * MiB;
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(&o);
     void *b[64];
-    int n = 0;
-    bp_status st = BP_OK;
-    while (n < 64 && (st = bp_pool_alloc(p, 300000, &b[n], &err)) == BP_OK) n++;
+    int n;
+    bp_status st = tp_fill(p, 300000, b, 64, &n, &err);
     CHECK(st == BP_ERR_EXHAUSTED && n >= 10 && n < 64);
     CHECK_MSG(strstr(err.msg, "300000") && strstr(err.msg, "reserved") && strstr(err.msg, "limit 4194304") &&
               strstr(err.msg, "in use"), "%s", err.msg);
-    bp_pool_stats s;
-    bp_pool_get_stats(p, &s);
+    bp_pool_stats s = tp_stats(p);
     CHECK(s.reserved_bytes <= 4 * MiB && s.failures == 1);
     CHECK(bp_pool_alloc(p, 8 * MiB, &b[n], &err) == BP_ERR_EXHAUSTED && b[n] == NULL);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
-    for (int i = 0; i < n; i++) CHECK_OK(bp_pool_dealloc(p, b[i], &err), err);
+    CHECK_OK(tp_dealloc_all(p, NULL, b, n, &err), err);
     /* freed memory serves a larger request after merging, without growth */
     void *x = NULL;
     CHECK_OK(bp_pool_alloc(p, 2 * MiB, &x, &err), err);
@@ -791,17 +854,13 @@ static void test_device_backend(void)
     REQUIRE(d.region != MAP_FAILED);
     bp_pool_backend be = {"fakedev", fake_reserve, fake_release, &d, 2 * MiB, 256, 0};
     bp_error err = {0};
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.backend = &be;
     o.alignment = 4096; /* above what the device guarantees: the pool aligns */
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(&o);
     unsigned long long rs = 7;
     void *b[200] = {0};
-    bp_pool_local *l = NULL; /* the local handle must not touch the memory either */
-    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    bp_pool_local *l = tp_local(p, 0); /* the local handle must not touch the memory either */
     for (int op = 0; op < 20000; op++) {
         int j = (int)(test_rand(&rs) % 200);
         if (b[j]) {
@@ -817,10 +876,9 @@ static void test_device_backend(void)
     }
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     bp_pool_local_free(l);
-    bp_pool_stats s;
-    bp_pool_get_stats(p, &s);
+    bp_pool_stats s = tp_stats(p);
     CHECK(s.reserved_bytes == d.live_bytes && s.os_calls == (uint64_t)(d.reserves + d.releases));
-    for (int j = 0; j < 200; j++) CHECK_OK(bp_pool_dealloc(p, b[j], &err), err);
+    CHECK_OK(tp_dealloc_all(p, NULL, b, 200, &err), err);
     bp_pool_free(p);
     CHECK(d.live_bytes == 0 && d.releases == d.reserves);
 
@@ -866,8 +924,7 @@ static void test_arena(void)
     count_ctx cc = {0, 0};
     bp_allocator ca = {cnt_alloc, cnt_realloc, cnt_free, &cc};
     bp_error err = {0};
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.alloc = &ca;
     bp_pool *p = NULL;
     CHECK_OK(bp_pool_new_arena(1000000, &o, &p, &err), err);
@@ -924,20 +981,15 @@ static void test_arena(void)
 static void test_reserve_up_front(void)
 {
     bp_error err = {0};
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.reserve_bytes = 64 * MiB;
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(&o);
     void *b[40];
-    for (int i = 0; i < 40; i++) CHECK_OK(bp_pool_alloc(p, (uint64_t)(i + 1) * 37 * KiB, &b[i], &err), err);
-    bp_pool_stats s;
-    bp_pool_get_stats(p, &s);
+    CHECK_OK(tp_alloc_all(p, NULL, b, 40, 37 * KiB, 37 * KiB, &err), err);
+    bp_pool_stats s = tp_stats(p);
     CHECK(s.os_calls == 1 && s.borrows == 40 && s.reserved_bytes == 64 * MiB);
-    for (int i = 0; i < 40; i++) CHECK_OK(bp_pool_dealloc(p, b[i], &err), err);
-    bp_pool_compact(p);
-    bp_pool_get_stats(p, &s);
+    CHECK_OK(tp_dealloc_all(p, NULL, b, 40, &err), err);
+    s = tp_compacted(p);
     CHECK(s.n_free_blocks == 1 && s.largest_free_bytes == 64 * MiB);
     bp_pool_free(p);
     o.max_bytes = MiB;
@@ -954,16 +1006,14 @@ static void *cache_thread(void *v)
     cache_arg *a = v;
     bp_error err = {0};
     /* freed here: they stay in this thread's cache until it exits */
-    for (int i = 0; i < a->n; i++) CHECK_OK(bp_pool_dealloc(a->p, a->blk[i], &err), err);
+    CHECK_OK(tp_dealloc_all(a->p, NULL, a->blk, a->n, &err), err);
     return NULL;
 }
 
 static void test_thread_cache(void)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(NULL);
     bp_pool_stats s0, s1;
     bp_pool_get_stats(p, &s0);
     /* free then alloc of the same rounded size: the same block, from the cache */
@@ -987,21 +1037,20 @@ static void test_thread_cache(void)
     /* blocks freed by another thread sit in its cache; statistics return
      * them first, and so does the thread's exit */
     cache_arg ca = {p, {0}, 8};
-    for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_alloc(p, (uint64_t)(i + 1) * 3000, &ca.blk[i], &err), err);
+    CHECK_OK(tp_alloc_all(p, NULL, ca.blk, 8, 3000, 3000, &err), err);
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, cache_thread, &ca) == 0);
     pthread_join(th, NULL);
     bp_pool_get_stats(p, &s1);
-    CHECK(s1.in_use_bytes == 0 && s1.n_live_blocks == 0 && s1.cached_bytes == 0);
+    CHECK(tp_drained(&s1));
     CHECK_OK(bp__pool_check(p, 1, &err), err);
-    bp_pool_compact(p);
-    bp_pool_get_stats(p, &s1);
+    s1 = tp_compacted(p);
     CHECK_MSG(s1.n_free_blocks == s1.n_chunks, "%" PRIu64 " free blocks in %" PRIu64 " chunks", s1.n_free_blocks,
               s1.n_chunks);
     /* the cache is bounded: many frees of one size leave most on the lists */
     void *v[64];
-    for (int i = 0; i < 64; i++) CHECK_OK(bp_pool_alloc(p, 1024, &v[i], &err), err);
-    for (int i = 0; i < 64; i++) CHECK_OK(bp_pool_dealloc(p, v[i], &err), err);
+    CHECK_OK(tp_alloc_all(p, NULL, v, 64, 1024, 0, &err), err);
+    CHECK_OK(tp_dealloc_all(p, NULL, v, 64, &err), err);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     bp_pool_free(p);
 }
@@ -1011,14 +1060,11 @@ static void test_thread_cache(void)
 static void test_local(void)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(NULL);
     bp_pool_local *l = (bp_pool_local *)1;
     CHECK(bp_pool_local_new(NULL, 0, &l, &err) == BP_ERR_USAGE && l == NULL && strstr(err.msg, "NULL pool"));
     CHECK(bp_pool_local_new(p, 0, NULL, &err) == BP_ERR_USAGE && strstr(err.msg, "NULL output"));
-    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
-    REQUIRE(l);
+    l = tp_local(p, 0);
     void *a = (void *)1, *b = NULL, *c = NULL;
     CHECK(bp_pool_local_alloc(NULL, 10, &a, &err) == BP_ERR_USAGE && a == NULL && strstr(err.msg, "NULL handle"));
     CHECK(bp_pool_local_alloc(l, 10, NULL, &err) == BP_ERR_USAGE && strstr(err.msg, "NULL output pointer"));
@@ -1071,8 +1117,7 @@ static void test_local(void)
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     /* flush: everything back on the lists, merged into one block per chunk */
     bp_pool_local_flush(l);
-    bp_pool_compact(p);
-    bp_pool_get_stats(p, &s1);
+    s1 = tp_compacted(p);
     CHECK(s1.cached_bytes == 0 && s1.in_use_bytes == 0);
     CHECK_MSG(s1.n_free_blocks == s1.n_chunks, "%" PRIu64 " free blocks in %" PRIu64 " chunks", s1.n_free_blocks,
               s1.n_chunks);
@@ -1081,18 +1126,18 @@ static void test_local(void)
     CHECK(s1.n_locals == 0 && s1.n_allocs == s1.n_deallocs && s1.cache_hits >= s0.cache_hits + 3);
 
     /* the bound: a handle of 64 KiB caches at most 64 KiB */
-    CHECK_OK(bp_pool_local_new(p, 64 * KiB, &l, &err), err);
+    l = tp_local(p, 64 * KiB);
     void *v[40];
-    for (int i = 0; i < 40; i++) CHECK_OK(bp_pool_local_alloc(l, 3 * KiB, &v[i], &err), err);
-    for (int i = 0; i < 40; i++) CHECK_OK(bp_pool_local_dealloc(l, v[i], &err), err);
+    CHECK_OK(tp_alloc_all(p, l, v, 40, 3 * KiB, 0, &err), err);
+    CHECK_OK(tp_dealloc_all(p, l, v, 40, &err), err);
     bp_pool_get_stats(p, &s1);
     CHECK_MSG(s1.cached_bytes <= 64 * KiB && s1.cached_bytes >= 60 * KiB, "cached %" PRIu64, s1.cached_bytes);
     CHECK(s1.in_use_bytes == 0);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     /* many sizes: the bins' table is bounded, the rest goes to the lists */
     void *w[600];
-    for (int i = 0; i < 600; i++) CHECK_OK(bp_pool_local_alloc(l, 256 * (uint64_t)(i + 1) / 4 + 1, &w[i], &err), err);
-    for (int i = 0; i < 600; i++) CHECK_OK(bp_pool_local_dealloc(l, w[i], &err), err);
+    CHECK_OK(tp_alloc_all(p, l, w, 600, 256 / 4 + 1, 256 / 4, &err), err);
+    CHECK_OK(tp_dealloc_all(p, l, w, 600, &err), err);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     bp_pool_get_stats(p, &s1);
     CHECK(s1.in_use_bytes == 0 && s1.n_live_blocks == 0);
@@ -1103,15 +1148,14 @@ static void test_local(void)
 
     /* cached blocks never make the pool grow for their owner: with a byte
      * limit, a request of another size fits only once the cache is returned */
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.max_bytes = 2 * MiB;
     o.compact_interval = 0;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    p = tp_pool(&o);
+    l = tp_local(p, 0);
     void *x[8];
-    for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_local_alloc(l, 200 * KiB, &x[i], &err), err);
-    for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_local_dealloc(l, x[i], &err), err);
+    CHECK_OK(tp_alloc_all(p, l, x, 8, 200 * KiB, 0, &err), err);
+    CHECK_OK(tp_dealloc_all(p, l, x, 8, &err), err);
     bp_pool_get_stats(p, &s0);
     CHECK(s0.cached_bytes == 8 * 224 * KiB);                /* 200 KiB -> class of 224 KiB */
     CHECK_OK(bp_pool_local_alloc(l, 1700 * KiB, &a, &err), err); /* -> 1792 KiB */
@@ -1120,7 +1164,7 @@ static void test_local(void)
     /* and a split of a cached block: one 224 KiB block serves 100 KiB (112) */
     CHECK_OK(bp_pool_local_dealloc(l, a, &err), err);
     bp_pool_local_flush(l);
-    for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_local_alloc(l, 200 * KiB, &x[i], &err), err);
+    CHECK_OK(tp_alloc_all(p, l, x, 8, 200 * KiB, 0, &err), err);
     CHECK_OK(bp_pool_local_dealloc(l, x[0], &err), err);
     void *y[40];
     int ny = 0, in_x0 = 0;
@@ -1131,10 +1175,10 @@ static void test_local(void)
     CHECK_MSG(ny < 40 && in_x0 >= 1, "%d blocks of 100 KiB, %d inside the cached block", ny, in_x0);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     for (int i = 1; i < 8; i++) CHECK_OK(bp_pool_local_dealloc(l, x[i], &err), err);
-    for (int i = 0; i < ny; i++) CHECK_OK(bp_pool_local_dealloc(l, y[i], &err), err);
+    CHECK_OK(tp_dealloc_all(p, l, y, ny, &err), err);
     bp_pool_local_free(l);
     bp_pool_get_stats(p, &s1);
-    CHECK(s1.in_use_bytes == 0 && s1.cached_bytes == 0 && s1.n_live_blocks == 0 && s1.failures == 1);
+    CHECK(tp_drained(&s1) && s1.failures == 1);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     bp_pool_free(p);
 }
@@ -1151,16 +1195,13 @@ static void *compact_thread(void *v)
 static void test_local_flush_request(void)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    bp_pool_local *l = NULL;
-    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    bp_pool *p = tp_pool(NULL);
+    bp_pool_local *l = tp_local(p, 0);
     void *a = NULL, *b = NULL;
     CHECK_OK(bp_pool_local_alloc(l, 5000, &a, &err), err);
     CHECK_OK(bp_pool_local_alloc(l, 7000, &b, &err), err);
     CHECK_OK(bp_pool_local_dealloc(l, a, &err), err);
-    bp_pool_stats s;
-    bp_pool_get_stats(p, &s);
+    bp_pool_stats s = tp_stats(p);
     uint64_t cached = s.cached_bytes;          /* a, and what the miss took in its batch */
     CHECK(cached >= 5120);
     compact_arg ca = {p};
@@ -1183,11 +1224,8 @@ static void test_local_flush_request(void)
 static void test_local_batch(void)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    REQUIRE(p);
-    bp_pool_local *l = NULL;
-    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    bp_pool *p = tp_pool(NULL);
+    bp_pool_local *l = tp_local(p, 0);
     bp_pool_stats s0, s1;
     void *v[9];
     /* free memory on the lists first (a miss of an empty pool grows it) */
@@ -1207,18 +1245,18 @@ static void test_local_batch(void)
     CHECK_OK(bp_pool_local_alloc(l, 1024, &v[8], &err), err);  /* the next miss, the next batch */
     bp_pool_get_stats(p, &s1);
     CHECK(s1.cached_bytes == 7 * 1024);
-    for (int i = 0; i < 9; i++) CHECK_OK(bp_pool_local_dealloc(l, v[i], &err), err);
+    CHECK_OK(tp_dealloc_all(p, l, v, 9, &err), err);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     bp_pool_local_free(l);
     /* the batch stays inside the handle's bound */
-    CHECK_OK(bp_pool_local_new(p, 4096, &l, &err), err);
+    l = tp_local(p, 4096);
     CHECK_OK(bp_pool_local_alloc(l, 3000, &v[0], &err), err);   /* 3072 */
     bp_pool_get_stats(p, &s1);
     CHECK_MSG(s1.cached_bytes <= 4096 && s1.cached_bytes == 3072, "cached %" PRIu64, s1.cached_bytes);
     CHECK_OK(bp_pool_local_dealloc(l, v[0], &err), err);
     bp_pool_local_free(l);
     bp_pool_get_stats(p, &s1);
-    CHECK(s1.cached_bytes == 0 && s1.in_use_bytes == 0 && s1.n_live_blocks == 0);
+    CHECK(tp_drained(&s1));
     bp_pool_free(p);
 }
 
@@ -1232,14 +1270,11 @@ static void *xfree_thread(void *v)
 {
     xfree_arg *a = v;
     bp_error err = {0};
-    bp_pool_local *l = NULL;
-    if (!a->plain) CHECK_OK(bp_pool_local_new(a->p, 0, &l, &err), err);
-    for (int i = 0; i < a->n; i++)
-        CHECK_OK(l ? bp_pool_local_dealloc(l, a->blk[i], &err) : bp_pool_dealloc(a->p, a->blk[i], &err), err);
+    bp_pool_local *l = a->plain ? NULL : tp_local(a->p, 0);
+    CHECK_OK(tp_dealloc_all(a->p, l, a->blk, a->n, &err), err);
     CHECK(bp_pool_dealloc(a->p, a->blk[0], &err) == BP_ERR_USAGE);  /* double free, cross-thread */
     CHECK(l ? bp_pool_local_dealloc(l, a->blk[1], &err) == BP_ERR_USAGE : 1);
-    bp_pool_stats s;
-    bp_pool_get_stats(a->p, &s);
+    bp_pool_stats s = tp_stats(a->p);
     CHECK_MSG(s.cached_bytes == 0, "%" PRIu64 " bytes of another arena cached by the freeing thread", s.cached_bytes);
     CHECK_OK(bp__pool_check(a->p, 0, &err), err);
     bp_pool_local_free(l);
@@ -1250,13 +1285,10 @@ static void test_cross_thread_free(void)
 {
     for (int plain = 0; plain < 2; plain++) {
         bp_error err = {0};
-        bp_pool *p = NULL;
-        CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-        REQUIRE(p);
-        bp_pool_local *l = NULL;
-        CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+        bp_pool *p = tp_pool(NULL);
+        bp_pool_local *l = tp_local(p, 0);
         void *blk[16], *again[16];
-        for (int i = 0; i < 16; i++) CHECK_OK(bp_pool_local_alloc(l, 4096 * (uint64_t)(i + 1), &blk[i], &err), err);
+        CHECK_OK(tp_alloc_all(p, l, blk, 16, 4096, 4096, &err), err);
         bp_pool_stats s0, s;
         bp_pool_get_stats(p, &s0);
         xfree_arg a = {p, blk, 16, plain};
@@ -1269,18 +1301,18 @@ static void test_cross_thread_free(void)
         CHECK_OK(bp__pool_check(p, 1, &err), err);
         /* the same sizes again: from the allocating handle's arena, without
          * growing (sizes of one class may come back in another order) */
-        for (int i = 0; i < 16; i++) CHECK_OK(bp_pool_local_alloc(l, 4096 * (uint64_t)(i + 1), &again[i], &err), err);
+        CHECK_OK(tp_alloc_all(p, l, again, 16, 4096, 4096, &err), err);
         int same = 0;
         for (int i = 0; i < 16; i++)
             for (int j = 0; j < 16; j++) same += again[i] == blk[j];
         CHECK_MSG(same == 16, "%d of 16 blocks came back to the allocating arena", same);
         bp_pool_get_stats(p, &s);
         CHECK(s.os_calls == s0.os_calls);
-        for (int i = 0; i < 16; i++) CHECK_OK(bp_pool_local_dealloc(l, again[i], &err), err);
+        CHECK_OK(tp_dealloc_all(p, l, again, 16, &err), err);
         bp_pool_local_free(l);
         CHECK_OK(bp__pool_check(p, 1, &err), err);
         bp_pool_get_stats(p, &s);
-        CHECK(s.in_use_bytes == 0 && s.cached_bytes == 0 && s.n_live_blocks == 0);
+        CHECK(tp_drained(&s));
         bp_pool_free(p);
     }
 }
@@ -1300,8 +1332,7 @@ static void *lockstep_thread(void *v)
 {
     lockstep_arg *a = v;
     bp_error err = {0};
-    bp_pool_local *l = NULL;
-    CHECK_OK(bp_pool_local_new(a->p, 0, &l, &err), err);
+    bp_pool_local *l = tp_local(a->p, 0);
     static const uint64_t phase[] = {1900 * KiB, 950 * KiB, 240 * KiB, 120 * KiB, 60 * KiB, 30 * KiB, 3 * KiB};
     static const int count[] = {1, 5, 18, 21, 18, 5, 40};
     void *live[48] = {0};
@@ -1310,19 +1341,13 @@ static void *lockstep_thread(void *v)
          * once on different classes */
         for (int q = 0; q < 7; q++) {
             int ph = (q + 3 * a->id) % 7;
-            for (int i = 0; i < count[ph] + 4; i++) {
-                if (live[i % 48]) CHECK_OK(bp_pool_local_dealloc(l, live[i % 48], &err), err);
-                live[i % 48] = NULL;
-                if (i < count[ph])
-                    CHECK_OK(bp_pool_local_alloc(l, phase[ph] + (uint64_t)i * 256, &live[i % 48], &err), err);
-            }
+            CHECK_OK(tp_phase(l, live, 48, phase[ph], count[ph], &err), err);
         }
-        for (int i = 0; i < 48; i++)
-            if (live[i]) { CHECK_OK(bp_pool_local_dealloc(l, live[i], &err), err); live[i] = NULL; }
+        CHECK_OK(tp_dealloc_all(a->p, l, live, 48, &err), err);
+        memset(live, 0, sizeof live);
         pthread_barrier_wait(a->bar);
         if (a->id == 0) {
-            bp_pool_stats s;
-            bp_pool_get_stats(a->p, &s);
+            bp_pool_stats s = tp_stats(a->p);
             a->os[rep] = s.os_calls;
             CHECK_OK(bp__pool_check(a->p, 0, &err), err);
         }
@@ -1335,9 +1360,7 @@ static void *lockstep_thread(void *v)
 static void test_arenas_no_growth(void)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(NULL);
     pthread_barrier_t bar;
     REQUIRE(pthread_barrier_init(&bar, NULL, 2) == 0);
     lockstep_arg a[2] = {{p, &bar, 0, {0}}, {p, &bar, 1, {0}}};
@@ -1349,9 +1372,8 @@ static void test_arenas_no_growth(void)
         CHECK_MSG(a[0].os[rep] == a[0].os[0], "replay %d: %" PRIu64 " OS calls, %" PRIu64 " after the first", rep,
                   a[0].os[rep], a[0].os[0]);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
-    bp_pool_stats s;
-    bp_pool_get_stats(p, &s);
-    CHECK(s.in_use_bytes == 0 && s.cached_bytes == 0 && s.n_live_blocks == 0 && s.n_locals == 0);
+    bp_pool_stats s = tp_stats(p);
+    CHECK(tp_drained(&s) && s.n_locals == 0);
     printf("arenas, 2 threads in lockstep: reserved %.1f MiB, peak in use %.1f MiB, %" PRIu64 " OS calls\n",
            (double)s.reserved_bytes / (double)MiB, (double)s.peak_in_use_bytes / (double)MiB, s.os_calls);
     bp_pool_free(p);
@@ -1370,12 +1392,9 @@ static void test_arenas_no_growth(void)
 static void test_arena_keeps_chunks(void)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(NULL);
     bp_pool_local *l[2] = {NULL, NULL};
-    for (int t = 0; t < 2; t++) CHECK_OK(bp_pool_local_new(p, 0, &l[t], &err), err);
-    REQUIRE(l[0] && l[1]);
+    for (int t = 0; t < 2; t++) l[t] = tp_local(p, 0);
     void *first[2] = {NULL, NULL}, *b[2] = {NULL, NULL};
     for (int t = 0; t < 2; t++) { /* warm-up: A's replay, then B's */
         CHECK_OK(bp_pool_local_alloc(l[t], 3 * MiB / 2, &first[t], &err), err);
@@ -1401,13 +1420,10 @@ static void test_arena_keeps_chunks(void)
 
     /* a 3 MiB limit: A's free 2 MiB chunk of the 256 KiB class moves to B
      * for 1.5 MiB, which B cannot grow for */
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.max_bytes = 3 * MiB;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    REQUIRE(p);
-    for (int t = 0; t < 2; t++) CHECK_OK(bp_pool_local_new(p, 0, &l[t], &err), err);
-    REQUIRE(l[0] && l[1]);
+    p = tp_pool(&o);
+    for (int t = 0; t < 2; t++) l[t] = tp_local(p, 0);
     CHECK_OK(bp_pool_local_alloc(l[0], 300 * KiB, &b[0], &err), err);
     CHECK_OK(bp_pool_local_dealloc(l[0], b[0], &err), err);
     bp_pool_local_flush(l[0]);
@@ -1434,16 +1450,15 @@ static void *orphan_thread(void *v)
 {
     orphan_arg *a = v;
     bp_error err = {0};
-    bp_pool_local *l = NULL;
-    CHECK_OK(bp_pool_local_new(a->p, 0, &l, &err), err);
+    bp_pool_local *l = tp_local(a->p, 0);
     void *tmp[8];
     for (int i = 0; i < 24; i++) {
         a->n[i] = 100 * KiB + (uint64_t)i * 256; /* one cache class (112 KiB) */
         CHECK_OK(bp_pool_local_alloc(l, a->n[i], (void **)&a->blk[i], &err), err);
         memset(a->blk[i], i + 1, (size_t)a->n[i]);
     }
-    for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_local_alloc(l, 5000, &tmp[i], &err), err);
-    for (int i = 0; i < 8; i++) CHECK_OK(bp_pool_local_dealloc(l, tmp[i], &err), err); /* cached when freed */
+    CHECK_OK(tp_alloc_all(a->p, l, tmp, 8, 5000, 0, &err), err);
+    CHECK_OK(tp_dealloc_all(a->p, l, tmp, 8, &err), err); /* cached when freed */
     bp_pool_local_free(l);
     return NULL;
 }
@@ -1451,9 +1466,7 @@ static void *orphan_thread(void *v)
 static void test_arena_orphans(void)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = tp_pool(NULL);
     orphan_arg a;
     memset(&a, 0, sizeof a);
     a.p = p;
@@ -1464,8 +1477,7 @@ static void test_arena_orphans(void)
     bp_pool_stats s0, s;
     bp_pool_get_stats(p, &s0);
     CHECK(s0.n_locals == 0 && s0.cached_bytes == 0 && s0.n_live_blocks == 24);
-    bp_pool_local *l = NULL;
-    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    bp_pool_local *l = tp_local(p, 0);
     for (int i = 0; i < 24; i++) {
         int good = 1;
         for (uint64_t j = 0; j < a.n[i]; j++) good &= a.blk[i][j] == (unsigned char)(i + 1);
@@ -1482,11 +1494,11 @@ static void test_arena_orphans(void)
     bp_pool_get_stats(p, &s);
     CHECK_MSG(s.os_calls == s0.os_calls, "%" PRIu64 " OS calls, %" PRIu64 " before", s.os_calls, s0.os_calls);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
-    for (int i = 0; i < 24; i++) CHECK_OK(bp_pool_local_dealloc(l, v[i], &err), err);
+    CHECK_OK(tp_dealloc_all(p, l, v, 24, &err), err);
     bp_pool_local_free(l);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     bp_pool_get_stats(p, &s);
-    CHECK(s.in_use_bytes == 0 && s.cached_bytes == 0 && s.n_live_blocks == 0 && s.n_allocs == s.n_deallocs);
+    CHECK(tp_drained(&s) && s.n_allocs == s.n_deallocs);
     CHECK(bp_pool_trim(p) == s.reserved_bytes);
     bp_pool_free(p);
 }
@@ -1498,24 +1510,21 @@ static void test_arena_orphans(void)
 static void test_local_evict(void)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    bp_pool_options o;
-    bp_pool_options_init(&o);
+    bp_pool_options o = tp_options();
     o.max_bytes = 2 * MiB;       /* one chunk of 2 MiB, no growth possible */
     o.compact_interval = 0;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    bp_pool_local *l = NULL;
-    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    bp_pool *p = tp_pool(&o);
+    bp_pool_local *l = tp_local(p, 0);
     void *a[4], *b[4], *x = NULL;
     /* the chunk's home is the 1 MiB class, so every size below borrows from
      * it and merged pieces serve any of them */
     CHECK_OK(bp_pool_alloc(p, 1900 * KiB, &x, &err), err);
     CHECK_OK(bp_pool_dealloc(p, x, &err), err);
     bp_pool_compact(p);
-    for (int i = 0; i < 4; i++) CHECK_OK(bp_pool_local_alloc(l, 200 * KiB, &a[i], &err), err); /* 224 KiB */
-    for (int i = 0; i < 4; i++) CHECK_OK(bp_pool_local_alloc(l, 100 * KiB, &b[i], &err), err); /* 112 KiB */
-    for (int i = 0; i < 4; i++) CHECK_OK(bp_pool_local_dealloc(l, a[i], &err), err);
-    for (int i = 0; i < 4; i++) CHECK_OK(bp_pool_local_dealloc(l, b[i], &err), err);
+    CHECK_OK(tp_alloc_all(p, l, a, 4, 200 * KiB, 0, &err), err); /* 224 KiB */
+    CHECK_OK(tp_alloc_all(p, l, b, 4, 100 * KiB, 0, &err), err); /* 112 KiB */
+    CHECK_OK(tp_dealloc_all(p, l, a, 4, &err), err);
+    CHECK_OK(tp_dealloc_all(p, l, b, 4, &err), err);
     /* the 112 KiB class is allocated again: the 224 KiB bin is the colder */
     CHECK_OK(bp_pool_local_alloc(l, 100 * KiB, &x, &err), err);
     CHECK_OK(bp_pool_local_dealloc(l, x, &err), err);
@@ -1543,7 +1552,7 @@ static void test_local_evict(void)
     CHECK_OK(bp_pool_local_dealloc(l, x, &err), err);
     bp_pool_local_free(l);
     bp_pool_get_stats(p, &s1);
-    CHECK(s1.in_use_bytes == 0 && s1.cached_bytes == 0 && s1.n_live_blocks == 0 && s1.failures == 0);
+    CHECK(tp_drained(&s1) && s1.failures == 0);
     bp_pool_free(p);
 }
 
@@ -1553,27 +1562,18 @@ static void test_local_evict(void)
 static void test_local_no_growth(void)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    bp_pool_local *l = NULL;
-    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    bp_pool *p = tp_pool(NULL);
+    bp_pool_local *l = tp_local(p, 0);
     static const uint64_t phase[] = {1900 * KiB, 950 * KiB, 240 * KiB, 120 * KiB, 60 * KiB, 30 * KiB, 245 * KiB};
     static const int count[] = {1, 5, 18, 21, 18, 5, 1};
     void *live[32] = {0};
     uint64_t os_after_first = 0;
     for (int rep = 0; rep < 20; rep++) {
-        for (int ph = 0; ph < 7; ph++) {
-            /* a window of live blocks slides through the phase */
-            for (int i = 0; i < count[ph] + 4; i++) {
-                if (live[i % 32]) CHECK_OK(bp_pool_local_dealloc(l, live[i % 32], &err), err);
-                live[i % 32] = NULL;
-                if (i < count[ph]) CHECK_OK(bp_pool_local_alloc(l, phase[ph] + (uint64_t)i * 256, &live[i % 32], &err), err);
-            }
-        }
-        for (int i = 0; i < 32; i++)
-            if (live[i]) { CHECK_OK(bp_pool_local_dealloc(l, live[i], &err), err); live[i] = NULL; }
-        bp_pool_stats s;
-        bp_pool_get_stats(p, &s);
+        /* a window of live blocks slides through each phase */
+        for (int ph = 0; ph < 7; ph++) CHECK_OK(tp_phase(l, live, 32, phase[ph], count[ph], &err), err);
+        CHECK_OK(tp_dealloc_all(p, l, live, 32, &err), err);
+        memset(live, 0, sizeof live);
+        bp_pool_stats s = tp_stats(p);
         if (rep == 0) os_after_first = s.os_calls;
         else CHECK_MSG(s.os_calls == os_after_first, "replay %d: %" PRIu64 " OS calls, %" PRIu64 " after the first",
                        rep, s.os_calls, os_after_first);
@@ -1640,8 +1640,7 @@ static int mbv2_pass(bp_pool_local *l, span_t *spans, size_t *n_spans, size_t ca
         }
         n++;
     }
-    for (int k = 0; k < n; k++)
-        if (blk[k]) CHECK_OK(bp_pool_local_dealloc(l, blk[k], &err), err);
+    CHECK_OK(tp_dealloc_all(NULL, l, blk, n, &err), err);
     return bad;
 }
 
@@ -1652,10 +1651,8 @@ static int mbv2_pass(bp_pool_local *l, span_t *spans, size_t *n_spans, size_t ca
 static void test_local_footprint(void)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    bp_pool_local *l = NULL;
-    CHECK_OK(bp_pool_local_new(p, 0, &l, &err), err);
+    bp_pool *p = tp_pool(NULL);
+    bp_pool_local *l = tp_local(p, 0);
     enum { WARM = 3, CAP = 64 * 3 };
     span_t spans[CAP];
     size_t n = 0;
@@ -1687,15 +1684,12 @@ static void test_local_footprint(void)
 static uint64_t keep_cached(uint64_t cache_bytes, uint64_t bytes, int n, uint64_t *reserved)
 {
     bp_error err = {0};
-    bp_pool *p = NULL;
-    bp_pool_local *l = NULL;
-    CHECK_OK(bp_pool_new(NULL, &p, &err), err);
-    CHECK_OK(bp_pool_local_new(p, cache_bytes, &l, &err), err);
+    bp_pool *p = tp_pool(NULL);
+    bp_pool_local *l = tp_local(p, cache_bytes);
     void *v[8];
-    for (int i = 0; i < n; i++) CHECK_OK(bp_pool_local_alloc(l, bytes, &v[i], &err), err);
-    for (int i = 0; i < n; i++) CHECK_OK(bp_pool_local_dealloc(l, v[i], &err), err);
-    bp_pool_stats s;
-    bp_pool_get_stats(p, &s);
+    CHECK_OK(tp_alloc_all(p, l, v, n, bytes, 0, &err), err);
+    CHECK_OK(tp_dealloc_all(p, l, v, n, &err), err);
+    bp_pool_stats s = tp_stats(p);
     CHECK(s.in_use_bytes == 0);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     *reserved = s.reserved_bytes;
