@@ -68,8 +68,8 @@ void *bp__calloc(const bp_allocator *a, size_t n, size_t size)
      * of its memory) then costs resident memory only where blocks start
      * (the transformer trace: 3.4 MiB of 205.8).  Large arrays keep the
      * huge-page hint: without it color on 10^7 intervals took 6.2 s instead
-     * of 4.8 (4 KiB faults during its accesses); with it 4.7 s, and the
-     * planner's peak RSS there is 956 MiB instead of 1136. */
+     * of 4.8 (4 KiB faults during its accesses); with it 4.7 s, and
+     * bench_assign's peak RSS there is 956 MiB instead of 1136. */
     if (a->alloc == libc_alloc) {
         void *q = bp__fault_fail() ? NULL : calloc(total ? total : 1, 1);
         bp__hint_huge(q, total);
