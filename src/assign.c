@@ -243,6 +243,32 @@ out:
     return rc;
 }
 
+/* Stable LSD radix sort of idx[0..m) by key (8-bit digits; a digit that is
+ * the same in every key is skipped). */
+void bp__assign_radix(uint64_t *key, uint32_t *idx, uint64_t *tk, uint32_t *ti, size_t m)
+{
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (size_t k = 0; k < m; k++) { all_or |= key[k]; all_and &= key[k]; }
+    uint64_t *k0 = key, *k1 = tk;
+    uint32_t *i0 = idx, *i1 = ti;
+    for (int shift = 0; shift < 64; shift += 8) {
+        if ((((all_or ^ all_and) >> shift) & 0xff) == 0) continue;
+        size_t cnt[257] = {0};
+        for (size_t k = 0; k < m; k++) cnt[((k0[k] >> shift) & 0xff) + 1]++;
+        for (int b = 0; b < 256; b++) cnt[b + 1] += cnt[b];
+        for (size_t k = 0; k < m; k++) {
+            size_t d = cnt[(k0[k] >> shift) & 0xff]++;
+            k1[d] = k0[k]; i1[d] = i0[k];
+        }
+        uint64_t *sk = k0; k0 = k1; k1 = sk;
+        uint32_t *si = i0; i0 = i1; i1 = si;
+    }
+    if (k0 != key) {
+        memcpy(key, k0, m * sizeof *key);
+        memcpy(idx, i0, m * sizeof *idx);
+    }
+}
+
 uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n)
 {
     uint64_t best;

@@ -160,34 +160,6 @@ typedef struct bf_ctx {
     const bp_allocator *a; /* the caller's (bp__assign_alloc) */
 } bf_ctx;
 
-/* ------------------------------------------------------------ radix sort */
-
-/* Sorts idx[0..m) (stable) by key ascending; key[k] belongs to idx[k].
- * tk/ti are scratch of m entries.  Passes whose byte is constant are skipped. */
-static void bf_radix(uint64_t *key, uint32_t *idx, uint64_t *tk, uint32_t *ti, size_t m)
-{
-    uint64_t all_or = 0, all_and = ~(uint64_t)0;
-    for (size_t k = 0; k < m; k++) { all_or |= key[k]; all_and &= key[k]; }
-    uint64_t *k0 = key, *k1 = tk;
-    uint32_t *i0 = idx, *i1 = ti;
-    for (int shift = 0; shift < 64; shift += 8) {
-        if ((((all_or ^ all_and) >> shift) & 0xff) == 0) continue;
-        size_t cnt[257] = {0};
-        for (size_t k = 0; k < m; k++) cnt[((k0[k] >> shift) & 0xff) + 1]++;
-        for (int b = 0; b < 256; b++) cnt[b + 1] += cnt[b];
-        for (size_t k = 0; k < m; k++) {
-            size_t d = cnt[(k0[k] >> shift) & 0xff]++;
-            k1[d] = k0[k]; i1[d] = i0[k];
-        }
-        uint64_t *sk = k0; k0 = k1; k1 = sk;
-        uint32_t *si = i0; i0 = i1; i1 = si;
-    }
-    if (k0 != key) {
-        memcpy(key, k0, m * sizeof *key);
-        memcpy(idx, i0, m * sizeof *idx);
-    }
-}
-
 /* --------------------------------------------------------- interval tree */
 
 /* Appends interval j when it is placed (pend != 0).  Written either way
@@ -661,7 +633,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
             key[k] = (uint64_t)iv[i].lower ^ (UINT64_C(1) << 63); /* order-preserving */
             k++;
         }
-        bf_radix(key, c.by_lower, tk, ti, m);
+        bp__assign_radix(key, c.by_lower, tk, ti, m);
         for (uint32_t p = 0; p < m; p++) c.L[p] = iv[c.by_lower[p]].lower;
     }
     /* Online best fit in time order first: O(n log n) whatever the live
@@ -688,7 +660,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         order[p] = c.by_lower[p];
         key[p] = (uint64_t)iv[order[p]].upper ^ (UINT64_C(1) << 63);
     }
-    bf_radix(key, order, tk, ti, m);
+    bp__assign_radix(key, order, tk, ti, m);
     for (uint32_t p = 0; p < m; p++) U[p] = iv[order[p]].upper;
     /* The size-ordered runs cost O(n log n + overlaps) each: count the
      * overlapping pairs (each interval against those live at its lower)
@@ -807,7 +779,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
                 }
                 key[q] = ~v;
             }
-            bf_radix(key, order, tk, ti, k);
+            bp__assign_radix(key, order, tk, ti, k);
         }
         bool oom = false;
         uint64_t ar = bf_run(&c, order, k, work, base_arena, best, &oom);

@@ -13,8 +13,8 @@
  * instead: with the same constructions it takes E from 1.066 to ~1.02 x its
  * optimum and J below its best known, but G, I, K need some pairs apart.
  *
- * Matching: ends and starts sorted by (size, alignment, time, index) (a
- * stable LSD radix sort of keys made in index order); each end takes the
+ * Matching: ends and starts sorted by (size, alignment, time, index) (stable
+ * radix passes, bp__assign_radix, over keys made in index order); each end takes the
  * first unmatched start with its key, so the chains are a function of the
  * input.  Time strictly grows along a chain (empty
  * lifetimes take no part), so there are no cycles.  O(n log n).
@@ -44,24 +44,17 @@ static inline uint64_t ch_field(const ch_key *k, int f)
 }
 
 /* Sorts a[0..m) (made in index order) by (size, alignment, time, index):
- * stable byte passes by time, then alignment, then size, each byte that
- * varies (tmp is scratch of m). */
-static void ch_sort(ch_key *a, ch_key *tmp, uint32_t m)
+ * stable radix passes by time, then alignment, then size, over a
+ * permutation (key, idx and tk, ti: scratch of m; tmp: of m keys). */
+static void ch_sort(ch_key *a, ch_key *tmp, uint64_t *key, uint32_t *idx, uint64_t *tk, uint32_t *ti, uint32_t m)
 {
-    ch_key *src = a, *dst = tmp;
+    for (uint32_t i = 0; i < m; i++) idx[i] = i;
     for (int f = 0; f < 3; f++) {
-        uint64_t all_or = 0, all_and = ~(uint64_t)0;
-        for (uint32_t i = 0; i < m; i++) { uint64_t v = ch_field(&src[i], f); all_or |= v; all_and &= v; }
-        for (int shift = 0; shift < 64; shift += 8) {
-            if ((((all_or ^ all_and) >> shift) & 0xff) == 0) continue;
-            uint32_t cnt[256] = {0};
-            for (uint32_t i = 0; i < m; i++) cnt[(ch_field(&src[i], f) >> shift) & 0xff]++;
-            for (uint32_t b = 0, sum = 0; b < 256; b++) { uint32_t x = cnt[b]; cnt[b] = sum; sum += x; }
-            for (uint32_t i = 0; i < m; i++) dst[cnt[(ch_field(&src[i], f) >> shift) & 0xff]++] = src[i];
-            ch_key *sw = src; src = dst; dst = sw;
-        }
+        for (uint32_t i = 0; i < m; i++) key[i] = ch_field(&a[idx[i]], f);
+        bp__assign_radix(key, idx, tk, ti, m);
     }
-    if (src != a) memcpy(a, src, (size_t)m * sizeof *a);
+    for (uint32_t i = 0; i < m; i++) tmp[i] = a[idx[i]];
+    memcpy(a, tmp, (size_t)m * sizeof *a);
 #ifndef NDEBUG
     /* debug builds (the tests): strictly ascending, as ch_cmp orders them */
     for (uint32_t i = 1; i < m; i++)
@@ -102,11 +95,13 @@ int bp__assign_chains(const bp_allocator *a, const bp_interval *iv, size_t n, bp
     size_t nm = m ? m : 1;
     ch_key *ends = bp__alloc(a, nm * sizeof *ends), *starts = bp__alloc(a, nm * sizeof *starts);
     ch_key *tmp = bp__alloc(a, nm * sizeof *tmp);
+    uint64_t *key = bp__alloc(a, nm * sizeof *key), *tk = bp__alloc(a, nm * sizeof *tk);
+    uint32_t *idx = bp__alloc(a, nm * sizeof *idx), *ti = bp__alloc(a, nm * sizeof *ti);
     uint32_t *next = bp__alloc(a, (n ? n : 1) * sizeof *next);
     uint8_t *is_tail = bp__calloc(a, n ? n : 1, 1);
     out->of = bp__alloc(a, (n ? n : 1) * sizeof *out->of);
     int rc = -1;
-    if (!ends || !starts || !tmp || !next || !is_tail || !out->of) goto done;
+    if (!ends || !starts || !tmp || !key || !tk || !idx || !ti || !next || !is_tail || !out->of) goto done;
     {
         uint32_t k = 0;
         for (size_t i = 0; i < n; i++) {
@@ -118,8 +113,8 @@ int bp__assign_chains(const bp_allocator *a, const bp_interval *iv, size_t n, bp
             k++;
         }
     }
-    ch_sort(ends, tmp, m);
-    ch_sort(starts, tmp, m);
+    ch_sort(ends, tmp, key, idx, tk, ti, m);
+    ch_sort(starts, tmp, key, idx, tk, ti, m);
     for (uint32_t e = 0, s = 0; e < m; e++) {
         while (s < m && ch_cmp(&starts[s], &ends[e]) < 0 && !ch_same(&starts[s], &ends[e])) s++;
         if (s < m && ch_same(&starts[s], &ends[e])) {
@@ -152,6 +147,10 @@ done:
     bp__free(a, ends, nm * sizeof *ends);
     bp__free(a, starts, nm * sizeof *starts);
     bp__free(a, tmp, nm * sizeof *tmp);
+    bp__free(a, key, nm * sizeof *key);
+    bp__free(a, tk, nm * sizeof *tk);
+    bp__free(a, idx, nm * sizeof *idx);
+    bp__free(a, ti, nm * sizeof *ti);
     bp__free(a, next, (n ? n : 1) * sizeof *next);
     bp__free(a, is_tail, n ? n : 1);
     if (rc) bp__assign_chains_free(a, out);

@@ -64,6 +64,10 @@ void bp__assign_count(const bp_interval *iv, size_t n, uint32_t *k, uint32_t *nf
  * Returns the number of pairs of intervals that overlap in time. */
 uint64_t bp__assign_endpoints(const bp_interval *iv, size_t n, uint32_t k, uint32_t nf, bp__tp *tp, uint32_t *ids);
 
+/* Sorts idx[0..m) (stable) by key ascending; key[k] belongs to idx[k] (both
+ * are permuted).  tk/ti are scratch of m entries. */
+void bp__assign_radix(uint64_t *key, uint32_t *idx, uint64_t *tk, uint32_t *ti, size_t m);
+
 /* Overlap lists of the sized intervals from their end points tp (as
  * bp__assign_endpoints writes them: free 0..k-1, pre-placed k..k+nf-1), by
  * a sweep that keeps the live set: O(n + overlaps), one pass to count and
