@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Allocation-failure injection over the CLI's main paths: plan a JSON graph,
-# plan an ONNX model, pack a MiniMalloc CSV, verify a plan.  For each path the
+# plan an ONNX model, pack a MiniMalloc CSV, verify a plan, run the executor
+# in dynamic mode on one and two workers.  For each path the
 # allocations are counted (BP_FAULT_ALLOC=0), then the command runs once for
 # every n with the n-th allocation failing (library, protobuf-c and jansson
 # allocations; src/fault.c).  Each run must end cleanly: exit 0, or exit 2
@@ -101,5 +102,9 @@ sweep plan-json out.json "$cli" plan "$work/g.json" -q -o out.json
 sweep plan-onnx out.json "$cli" plan "$work/m.onnx" -q -o out.json
 sweep pack-csv out.csv "$cli" pack "$work/i.csv" -o out.csv
 sweep verify - "$cli" verify "$work/g.json" "$work/p.json"
+# the executor in dynamic mode: its pool, the workers' pool handles and the
+# run-time storages (one worker, then two)
+sweep run-dyn - "$cli" run "$work/g.json" --dynamic --kernel empty
+sweep run-dyn2 - "$cli" run "$work/g.json" --dynamic --kernel empty --threads 2
 echo "total: $total allocation-failure points, $failed failed"
 [ "$failed" = 0 ]
