@@ -65,6 +65,9 @@ typedef struct bp_pool_options {
                                   0 = only when the pool would otherwise grow.  Default 4096. */
     uint32_t max_scan;         /* best fit looks at this many candidates per class at most
                                   (an exact fit stops at once); 0 = all.  Default 64. */
+    int learn;                 /* 1: local handles learn a request sequence that repeats and serve
+                                  it from a plan (bp_pool_local_new); default 0.  docs/POOL.md,
+                                  "Learned sequences". */
     const bp_pool_backend *backend; /* NULL = mmap */
     const bp_allocator *alloc;      /* host metadata; NULL = libc */
 } bp_pool_options;
@@ -180,6 +183,9 @@ typedef struct bp_pool_stats {
                                        caches are returned before the snapshot) */
     uint64_t cache_hits;            /* allocations served from a thread cache or a local handle */
     uint64_t n_locals;              /* live local handles (bp_pool_local_new) */
+    uint64_t learned_plans;         /* plans of learned sequences (options.learn) */
+    uint64_t learned_bytes;         /* the blocks that hold them (counted in in_use_bytes) */
+    uint64_t learned_allocs;        /* allocations served from them (not in n_allocs) */
 } bp_pool_stats;
 
 /* A consistent snapshot (briefly takes every lock). */

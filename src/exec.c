@@ -135,11 +135,17 @@ static void ex_storage_free(bp_exec *ex, int32_t r, int thr, bp__exec_local *L)
 }
 
 /* Returns every run-time block still held (outputs of the previous run, or
- * everything after a failed run). */
+ * everything after a failed run), through the first worker's pool handle
+ * when there is one: the handle that allocated them on one worker, so a
+ * handle that learns the runs (options.learn) sees every block it handed
+ * out come back. */
 static void ex_release_all(bp_exec *ex)
 {
+    bp__exec_local L0;
+    memset(&L0, 0, sizeof L0);
+    L0.pl = ex->n_ploc ? ex->ploc[0] : NULL;
     for (int32_t r = 0; r < ex->nt; r++)
-        if (ex->sk[r] == BP__SK_POOL && ex->root[r] == r && ex->sptr[r]) ex_storage_release(ex, r, NULL);
+        if (ex->sk[r] == BP__SK_POOL && ex->root[r] == r && ex->sptr[r]) ex_storage_release(ex, r, L0.pl ? &L0 : NULL);
 }
 
 /* ------------------------------------------------------------ one op */

@@ -241,6 +241,12 @@ struct bp_pool {
     /* arena */
     void *arena_raw;
     uint64_t arena_bytes, arena_reserved;
+    /* learned sequences (pool_learn_*) */
+    int learn;                        /* options.learn: handles learn */
+    struct ppat *pats;                /* every plan (global lock) */
+    atomic_int n_pats;                /* how many: a failed lookup asks the plans only when > 0 */
+    uint64_t learned_hits;            /* of plans and handles already gone (global lock) */
+    atomic_uint_fast64_t decommits;   /* backend decommit calls (learning handles) */
 };
 
 /* --------------------------------------------------------------- classes */
@@ -643,8 +649,62 @@ typedef struct lent { uintptr_t a; pblk *b; } lent; /* a block this handle hande
 typedef struct lmru { uintptr_t region, lo; uint64_t len; const pchunk *c; } lmru; /* 64 KiB region -> chunk: start,
                                                                                 usable (as of the index), chunk */
 
+/* Learned sequences (see that section below). */
+#define LEARN_MAX_EV (UINT32_C(1) << 19)   /* events a log may hold (it starts over at half of it) */
+#define LEARN_TRIES 6                      /* logs started over or plans dropped before learning stops */
+#define LEARN_MISSES 2
+#define LEARN_DECOMMIT (UINT64_C(16) << 10) /* freed blocks this large give their pages back while learning */
+
+typedef struct pev {                  /* one event of a plan */
+    uintptr_t addr;                   /* its block */
+    uint64_t lim;                     /* an allocation: its size + 1 (requests below it fit); a free: 0 */
+    uint32_t slot;
+} pev;
+
+typedef struct ppat {
+    struct ppat *next, *prev;         /* the pool's list (global lock) */
+    bp_pool_local *owner;             /* NULL once its handle is freed (global lock) */
+    uintptr_t block;                  /* the pool block holding the slots */
+    uintptr_t base;                   /* slot j is at base + off[j], one quantum into the block */
+    uint64_t span;                    /* the plan's arena bytes */
+    uint32_t n_ev, n_slots;
+    pev *pe;                          /* the events in order */
+    uint64_t *off, *sz;               /* per slot: offset, rounded size */
+    uint32_t *byoff;                  /* slots by offset */
+    atomic_uchar *st;                 /* 1 while handed out */
+    uint64_t live;                    /* slots handed out less freed by the owner, counted when it
+                                         leaves the plan (owner; orphan: global lock) */
+    size_t mem;                       /* host bytes */
+} ppat;
+
+typedef struct lseg {                 /* a segment of the log: from one moment with nothing live to the next */
+    uint32_t end, nal;                /* events and allocations in the log up to its end */
+    uint32_t pi;                      /* KMP: segments in the longest proper border of the log's segments so far */
+    uint64_t h;                       /* hash of its events */
+} lseg;
+
+typedef struct lrec {                 /* a handle's recording (owner only) */
+    uint64_t *code;                   /* the log: an allocation's rounded size, or a free's age << 1 | 1 */
+    uint32_t n, cap, nal;             /* events, capacity, allocations */
+    uint64_t h;                       /* hash of the open segment's events */
+    lseg *seg;
+    uint32_t nseg, cseg;
+    int spoilt;                       /* the log cannot be planned (restarts at the next segment's end) */
+    uint32_t live;                    /* its allocations not yet freed */
+    uint32_t hcap, hn;                /* live address -> allocation number (linear probing) */
+    uintptr_t *hk;
+    uint32_t *hv;
+} lrec;
+
 struct bp_pool_local {
     bp_pool *pool;
+    void *raw;                        /* what alloc returned (the struct is 64-aligned) */
+    /* a learned sequence's hit path (see "learned sequences") */
+    int on;                           /* following the plan in this sequence (owner only) */
+    const pev *cur, *end;             /* the plan's next event, its end */
+    atomic_uchar *st;                 /* = pat->st */
+    uint64_t fseen;                   /* pfree already taken off the plan's live count */
+    atomic_uint_fast64_t pfree;       /* its planned blocks freed by others (global lock) */
     uint64_t quantum;
     unsigned qshift;
     int locked;                       /* the plain API's cache: owner ops under `lock` */
@@ -668,6 +728,13 @@ struct bp_pool_local {
     uint32_t used[LOC_NB];            /* tick of the last allocation of each class (eviction: oldest first) */
     _Alignas(64) pblk *bin[LOC_NB];
     lent atab[1u << LOC_ABITS];       /* direct-mapped by address; entries may be stale */
+    /* learning (options.learn; owner only, see "learned sequences") */
+    int learn;                        /* 0 off, 1 recording, 2 a plan exists */
+    int misses;                       /* sequences in a row that left the plan */
+    int tries;                        /* sequences or plans left before learning stops */
+    struct ppat *pat;
+    struct lrec *rec;
+    atomic_uint_fast64_t lhits;       /* allocations served from the plan (read by statistics) */
 };
 
 /* Class of u quanta rounded down (the bin of a freed block of u quanta). */
@@ -713,6 +780,11 @@ static void local_idle(bp_pool_local *l);
 static uint64_t local_batch(bp_pool_local *l, pcls *K, uint64_t sz, int c);
 static void local_account(bp_pool_local *l, int64_t d);
 static void pool_mag_exit(void *v);
+static void learn_boundary(bp_pool_local *l);
+static void learn_rec_free(bp_pool *p, lrec *r);
+static uint64_t pool_trim(bp_pool *p, parena *only);
+static void learn_release(bp_pool_local *l);
+static void learn_leave(bp_pool_local *l);
 
 /* ---------------------------------------------------------------- merging */
 
@@ -1477,6 +1549,9 @@ bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err)
     return BP_OK;
 }
 
+static bp_status learn_free_any(bp_pool *p, bp_pool_local *l, void *ptr, bp_error *err);
+static uint64_t learn_block_bytes(bp_pool *p, const void *ptr);
+
 /* The descriptor of the live block at ptr, or 0. */
 static uint32_t pool_lookup(const bp_pool *p, const void *ptr)
 {
@@ -1520,6 +1595,7 @@ bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err)
     if (!p) return bp__err(err, BP_ERR_USAGE, "pool: dealloc: NULL pool");
     uint32_t i = pool_lookup(p, ptr);
     pblk *b = i ? D(p, i) : NULL;
+    if (!b && atomic_load_explicit(&p->n_pats, memory_order_relaxed)) return learn_free_any(p, NULL, ptr, err);
     unsigned char st = BLK_USED;
     if (!b || !atomic_compare_exchange_strong_explicit(&b->state, &st, BLK_GOING, memory_order_acq_rel,
                                                        memory_order_relaxed))
@@ -1543,6 +1619,7 @@ uint64_t bp_pool_block_bytes(bp_pool *p, const void *ptr)
 {
     if (!p || !ptr) return 0;
     uint32_t i = pool_lookup(p, ptr);
+    if (!i && atomic_load_explicit(&p->n_pats, memory_order_relaxed)) return learn_block_bytes(p, ptr);
     if (!i || atomic_load_explicit(&D(p, i)->state, memory_order_acquire) != BLK_USED) return 0;
     return D(p, i)->size;
 }
@@ -1705,6 +1782,7 @@ void bp_pool_local_flush(bp_pool_local *l)
  * largest 14.3 MiB, after cached pieces had moved the large blocks). */
 static __attribute__((noinline)) void local_idle(bp_pool_local *l)
 {
+    if (l->learn == 2) learn_boundary(l);
     uint64_t hits = atomic_load_explicit(&l->hits, memory_order_relaxed);
     if (hits - l->idle_hits < LOC_IDLE_HITS || loc_cap(l) <= LOC_MIN_CAP) return;
     l->idle_hits = hits;
@@ -1767,9 +1845,24 @@ static void arena_retire(bp_pool *p, parena *a)
     p->unused = a;
 }
 
+/* The struct is 64-aligned (its hot lines); an allocator guarantees less. */
+static bp_pool_local *local_struct_new(bp_pool *p)
+{
+    void *raw = bp__calloc(&p->alloc, 1, sizeof(bp_pool_local) + 64);
+    if (!raw) return NULL;
+    bp_pool_local *l = (bp_pool_local *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    l->raw = raw;
+    return l;
+}
+
+static void local_struct_free(bp_pool *p, bp_pool_local *l)
+{
+    bp__free(&p->alloc, l->raw, sizeof *l + 64);
+}
+
 static bp_pool_local *local_create(bp_pool *p, uint64_t cache_bytes, int locked)
 {
-    bp_pool_local *l = bp__calloc(&p->alloc, 1, sizeof *l);
+    bp_pool_local *l = local_struct_new(p);
     if (!l) return NULL;
     l->pool = p;
     l->quantum = p->quantum;
@@ -1783,11 +1876,19 @@ static bp_pool_local *local_create(bp_pool *p, uint64_t cache_bytes, int locked)
     atomic_init(&l->hits, 0);
     atomic_init(&l->puts, 0);
     atomic_init(&l->pending, 0);
+    atomic_init(&l->lhits, 0);
+    atomic_init(&l->pfree, 0);
+    if (p->learn && !locked) {
+        l->rec = bp__calloc(&p->alloc, 1, sizeof *l->rec);
+        l->learn = l->rec != NULL;
+        l->tries = LEARN_TRIES;
+    }
     pthread_mutex_lock(&p->global);
     l->arena = arena_get(p);
     if (!l->arena) {
         pthread_mutex_unlock(&p->global);
-        bp__free(&p->alloc, l, sizeof *l);
+        learn_rec_free(p, l->rec);
+        local_struct_free(p, l);
         return NULL;
     }
     l->next = p->locals;
@@ -1816,6 +1917,7 @@ static void local_unlink(bp_pool *p, bp_pool_local *l)
     arena_retire(p, l->arena);
     p->mag_hits += atomic_load_explicit(&l->hits, memory_order_relaxed);
     p->mag_puts += atomic_load_explicit(&l->puts, memory_order_relaxed);
+    p->learned_hits += atomic_load_explicit(&l->lhits, memory_order_relaxed);
     if (l->prev) l->prev->next = l->next;
     else p->locals = l->next;
     if (l->next) l->next->prev = l->prev;
@@ -1826,12 +1928,13 @@ void bp_pool_local_free(bp_pool_local *l)
 {
     if (!l) return;
     bp_pool *p = l->pool;
+    learn_release(l);
     local_flush(l);
     local_delta_flush(l);
     pthread_mutex_lock(&p->global);
     local_unlink(p, l);
     pthread_mutex_unlock(&p->global);
-    bp__free(&p->alloc, l, sizeof *l);
+    local_struct_free(p, l);
 }
 
 /* The descriptor of the block that starts at a, or 0.  The chunk comes from
@@ -2011,6 +2114,23 @@ static uint32_t local_lists(bp_pool_local *l, uint64_t sz, int c)
     return i;
 }
 
+static inline bp_status local_alloc_general(bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err);
+
+/* Block i goes out through handle l: one more live block, its address in
+ * the table of the handle's recent allocations. */
+static bp_status local_hand_out(bp_pool_local *l, uint32_t i, void **ptr)
+{
+    pblk *b = D(l->pool, i);
+    uintptr_t a = BADDR(b);
+    lent *t = &l->atab[loc_ahash(l, a)];
+    l->live++;
+    t->a = a;
+    t->b = b;
+    *ptr = (void *)a;
+    return BP_OK;
+}
+static inline bp_status local_dealloc_general(bp_pool_local *l, void *ptr, bp_error *err);
+
 static __attribute__((noinline)) bp_status local_alloc_slow(bp_pool_local *l, uint64_t bytes, void **ptr,
                                                             bp_error *err)
 {
@@ -2022,9 +2142,9 @@ static __attribute__((noinline)) bp_status local_alloc_slow(bp_pool_local *l, ui
     bp_pool *p = l->pool;
     if (atomic_load_explicit(&l->flush_req, memory_order_relaxed)) {
         local_flush(l);
-        if (bytes && bytes <= l->max_req) return bp_pool_local_alloc(l, bytes, ptr, err);
+        if (bytes && bytes <= l->max_req) return local_alloc_general(l, bytes, ptr, err);
     }
-    if (!bytes) return bp_pool_local_alloc(l, 1, ptr, err); /* 0 counts as 1 */
+    if (!bytes) return local_alloc_general(l, 1, ptr, err); /* 0 counts as 1 */
     if (bytes > UINT64_MAX - p->quantum) {
         atomic_fetch_add_explicit(&p->failures, 1, memory_order_relaxed);
         return bp__err(err, BP_ERR_EXHAUSTED, "pool (%s): cannot allocate %" PRIu64 " bytes: larger than any pool",
@@ -2074,16 +2194,10 @@ static __attribute__((noinline)) bp_status local_alloc_slow(bp_pool_local *l, ui
         if (s) return s;
         i = local_lookup(l, (uintptr_t)*ptr);
     }
-    l->live++;
-    uintptr_t a = BADDR(D(p, i));
-    lent *t = &l->atab[loc_ahash(l, a)];
-    t->a = a;
-    t->b = D(p, i);
-    *ptr = (void *)a;
-    return BP_OK;
+    return local_hand_out(l, i, ptr);
 }
 
-bp_status bp_pool_local_alloc(bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err)
+static inline bp_status local_alloc_general(bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err)
 {
     /* the hit path: the request's class bin, no lock, no atomic
      * read-modify-write; everything else (NULL arguments, 0 bytes, huge
@@ -2114,6 +2228,7 @@ static __attribute__((noinline)) bp_status local_dealloc_slow(bp_pool_local *l, 
     if (!l) return bp__err(err, BP_ERR_USAGE, "pool: local dealloc: NULL handle");
     bp_pool *p = l->pool;
     pblk *b = i ? D(p, i) : NULL;
+    if (!b && atomic_load_explicit(&p->n_pats, memory_order_relaxed)) return learn_free_any(p, l, ptr, err);
     unsigned char st = BLK_USED;
     if (!b || !atomic_compare_exchange_strong_explicit(&b->state, &st, BLK_GOING, memory_order_acq_rel,
                                                        memory_order_relaxed))
@@ -2122,7 +2237,7 @@ static __attribute__((noinline)) bp_status local_dealloc_slow(bp_pool_local *l, 
     if (atomic_load_explicit(&l->flush_req, memory_order_relaxed)) {
         local_flush(l);
         atomic_store_explicit(&b->state, BLK_USED, memory_order_relaxed);
-        return bp_pool_local_dealloc(l, ptr, err);
+        return local_dealloc_general(l, ptr, err);
     }
     /* cache full, a huge block, or a block of another thread's arena: to
      * its home list in its arena, like a plain dealloc; counted for the
@@ -2137,9 +2252,8 @@ static __attribute__((noinline)) bp_status local_dealloc_slow(bp_pool_local *l, 
     return BP_OK;
 }
 
-bp_status bp_pool_local_dealloc(bp_pool_local *l, void *ptr, bp_error *err)
+static inline bp_status local_dealloc_general(bp_pool_local *l, void *ptr, bp_error *err)
 {
-    if (!ptr) return BP_OK;
     if (__builtin_expect(!l || atomic_load_explicit(&l->flush_req, memory_order_relaxed), 0))
         return local_dealloc_slow(l, ptr, l ? local_lookup(l, (uintptr_t)ptr) : 0, err);
     pblk *b = local_find(l, (uintptr_t)ptr);
@@ -2171,6 +2285,594 @@ bp_status bp_pool_local_dealloc(bp_pool_local *l, void *ptr, bp_error *err)
     return BP_OK;
 }
 
+/* ------------------------------------------------------ learned sequences */
+
+/*
+ * A handle of a pool made with options.learn watches its own calls.  A
+ * *sequence* runs from a moment when none of the blocks it handed out is
+ * live to the next such moment (one run of a model, one training step).
+ * When two sequences in a row are the same (the same rounded sizes,
+ * allocated and freed in the same order), the handle plans that sequence as
+ * bufplan plans a graph: lifetimes in event order, bestfit offsets, and one
+ * pool block of the plan's arena size (after giving back to the backend
+ * what its own arena holds entirely free).  Later sequences are served from
+ * the plan while every call matches it: an allocation takes the next
+ * slot's address, a free must be the expected block.  A slot is handed out
+ * only after every earlier call matched, so its bytes are free by
+ * construction.  The first call that does not match leaves the plan for
+ * the rest of that sequence (the pool serves it as usual, and planned
+ * blocks still live are found by address when freed); when nothing is live
+ * again the plan is tried again, and after LEARN_MISSES sequences in a row
+ * that left it, it is dropped and learning starts over.  A handle records
+ * or drops at most LEARN_TRIES sequences or plans that lead nowhere.
+ *
+ * Planned blocks may be freed anywhere else (another handle, the plain
+ * API): such a free finds the plan in the pool's list under the global
+ * lock, marks the slot free and counts it in `foreign`, which the owner
+ * compares at every planned call, so it leaves the plan.  A plan whose
+ * handle is freed while some of its blocks live stays until the last one
+ * is freed.  (ONNX Runtime's memory patterns do the same at its executor.)
+ */
+static void learn_rec_free(bp_pool *p, lrec *r)
+{
+    if (!r) return;
+    bp__free(&p->alloc, r->code, (size_t)r->cap * sizeof *r->code);
+    bp__free(&p->alloc, r->seg, (size_t)r->cseg * sizeof *r->seg);
+    bp__free(&p->alloc, r->hk, (size_t)r->hcap * sizeof *r->hk);
+    bp__free(&p->alloc, r->hv, (size_t)r->hcap * sizeof *r->hv);
+    bp__free(&p->alloc, r, sizeof *r);
+}
+
+/* Learning stops for good (out of memory, or nothing repeats). */
+static void learn_off(bp_pool_local *l)
+{
+    learn_rec_free(l->pool, l->rec);
+    l->rec = NULL;
+    if (!l->pat) l->learn = 0;
+    l->tries = 0;
+}
+
+/* Room for `need` elements of `size` bytes in *a (capacity *cap). */
+static bool learn_grow(bp_pool *p, void **a, uint32_t *cap, uint32_t need, size_t size)
+{
+    if (need <= *cap) return true;
+    uint32_t n = *cap ? *cap : 256;
+    while (n < need) n *= 2;
+    void *x = bp__realloc(&p->alloc, *a, (size_t)*cap * size, (size_t)n * size);
+    if (!x) return false;
+    *a = x;
+    *cap = n;
+    return true;
+}
+
+static inline uint32_t learn_hash(uintptr_t a, uint32_t cap)
+{
+    return (uint32_t)((((uint64_t)a >> 8) * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (cap - 1);
+}
+
+static bool learn_hput(bp_pool *p, lrec *r, uintptr_t a, uint32_t v)
+{
+    if (2 * (r->hn + 1) > r->hcap) {
+        uint32_t oc = r->hcap, nc = oc ? 2 * oc : 64;
+        uintptr_t *k = bp__calloc(&p->alloc, nc, sizeof *k);
+        uint32_t *w = bp__alloc(&p->alloc, (size_t)nc * sizeof *w);
+        if (!k || !w) {
+            bp__free(&p->alloc, k, (size_t)nc * sizeof *k);
+            bp__free(&p->alloc, w, (size_t)nc * sizeof *w);
+            return false;
+        }
+        for (uint32_t i = 0; i < oc; i++) {
+            if (!r->hk[i]) continue;
+            uint32_t h = learn_hash(r->hk[i], nc);
+            while (k[h]) h = (h + 1) & (nc - 1);
+            k[h] = r->hk[i];
+            w[h] = r->hv[i];
+        }
+        bp__free(&p->alloc, r->hk, (size_t)oc * sizeof *r->hk);
+        bp__free(&p->alloc, r->hv, (size_t)oc * sizeof *r->hv);
+        r->hk = k;
+        r->hv = w;
+        r->hcap = nc;
+    }
+    uint32_t h = learn_hash(a, r->hcap);
+    while (r->hk[h]) h = (h + 1) & (r->hcap - 1);
+    r->hk[h] = a;
+    r->hv[h] = v;
+    r->hn++;
+    return true;
+}
+
+/* Takes a out of the table; its value, or UINT32_MAX when absent. */
+static uint32_t learn_hdel(lrec *r, uintptr_t a)
+{
+    if (!r->hcap) return UINT32_MAX;
+    uint32_t m = r->hcap - 1, h = learn_hash(a, r->hcap);
+    while (r->hk[h] && r->hk[h] != a) h = (h + 1) & m;
+    if (!r->hk[h]) return UINT32_MAX;
+    uint32_t v = r->hv[h];
+    r->hn--;
+    /* backward-shift deletion: no tombstones */
+    for (uint32_t j = (h + 1) & m; r->hk[j]; j = (j + 1) & m) {
+        uint32_t want = learn_hash(r->hk[j], r->hcap);
+        if (((j - want) & m) >= ((j - h) & m)) {
+            r->hk[h] = r->hk[j];
+            r->hv[h] = r->hv[j];
+            h = j;
+        }
+    }
+    r->hk[h] = 0;
+    return v;
+}
+
+static void learn_log(bp_pool *p, lrec *r, uint64_t code)
+{
+    if (r->spoilt) return;
+    void *c = r->code;
+    if (r->n >= LEARN_MAX_EV || !learn_grow(p, &c, &r->cap, r->n + 1, sizeof *r->code)) {
+        r->code = c;
+        r->spoilt = 1;
+        return;
+    }
+    r->code = c;
+    r->code[r->n++] = code;
+    r->h = (r->h ^ code) * UINT64_C(0x100000001B3);
+}
+
+/* Frees plan q's host memory and its block (no lock held; q is off the
+ * pool's list). */
+static void learn_pat_destroy(bp_pool *p, ppat *q)
+{
+    if (q->block) {
+        uint32_t i = pool_lookup(p, (void *)q->block);
+        unsigned char st = BLK_USED;
+        if (i && atomic_compare_exchange_strong_explicit(&D(p, i)->state, &st, BLK_GOING, memory_order_acq_rel,
+                                                         memory_order_relaxed))
+            pool_free_to_list_n(p, i, D(p, i)->size, 1);
+    }
+    bp__free(&p->alloc, q->pe, (size_t)q->n_ev * sizeof *q->pe);
+    bp__free(&p->alloc, q->off, (size_t)q->n_slots * sizeof *q->off);
+    bp__free(&p->alloc, q->sz, (size_t)q->n_slots * sizeof *q->sz);
+    bp__free(&p->alloc, q->byoff, (size_t)q->n_slots * sizeof *q->byoff);
+    bp__free(&p->alloc, (void *)q->st, (size_t)q->n_slots * sizeof *q->st);
+    bp__free(&p->alloc, q, sizeof *q);
+}
+
+/* Off the pool's list (global lock held). */
+static void learn_pat_unlink(bp_pool *p, ppat *q)
+{
+    if (q->prev) q->prev->next = q->next;
+    else p->pats = q->next;
+    if (q->next) q->next->prev = q->prev;
+    p->meta_bytes -= q->mem;
+    atomic_fetch_sub_explicit(&p->n_pats, 1, memory_order_relaxed);
+}
+
+/* The owner takes the plan's foreign frees off its live count. */
+static inline void learn_sync(bp_pool_local *l)
+{
+    ppat *q = l->pat;
+    uint64_t f = atomic_load_explicit(&l->pfree, memory_order_acquire);
+    q->live -= f - l->fseen;
+    l->fseen = f;
+}
+
+/* Drops the plan (none of its blocks live) and starts recording again, if
+ * tries are left. */
+static void learn_drop(bp_pool_local *l)
+{
+    bp_pool *p = l->pool;
+    ppat *q = l->pat;
+    pthread_mutex_lock(&p->global);
+    learn_pat_unlink(p, q);
+    pthread_mutex_unlock(&p->global);
+    learn_pat_destroy(p, q);
+    l->pat = NULL;
+    l->on = 0;
+    l->learn = 1;
+    if (--l->tries <= 0) { learn_off(l); return; }
+    if (!l->rec) {
+        l->rec = bp__calloc(&p->alloc, 1, sizeof *l->rec);
+        if (!l->rec) learn_off(l);
+    }
+}
+
+/* Nothing this handle handed out is live (l->live == 0, called from
+ * local_idle) or a planned block was freed off the plan: with a plan, the
+ * next sequence may start on it. */
+static void learn_boundary(bp_pool_local *l)
+{
+    if (l->learn != 2 || l->on) return;
+    learn_sync(l);
+    if (l->live || l->pat->live) return;
+    if (l->misses >= LEARN_MISSES) { learn_drop(l); return; }
+    l->on = 1;
+    l->cur = l->pat->pe;
+}
+
+typedef struct { uint64_t off; uint32_t j; } learn_ofs;
+
+static int learn_cmp_off(const void *a, const void *b)
+{
+    const learn_ofs *x = a, *y = b;
+    return x->off != y->off ? (x->off < y->off ? -1 : 1) : (x->j > y->j) - (x->j < y->j);
+}
+
+/* Plans the log's events [e0, n), which start and end with nothing live
+ * and hold n allocations.  False when it cannot (out of memory, the pool
+ * cannot hold the plan's block); the caller stops learning then. */
+static bool learn_plan(bp_pool_local *l, uint32_t e0, uint32_t n)
+{
+    bp_pool *p = l->pool;
+    lrec *r = l->rec;
+    uint32_t m = r->n - e0;
+    uint32_t *ev = bp__alloc(&p->alloc, (size_t)m * sizeof *ev);
+    ppat *q = bp__calloc(&p->alloc, 1, sizeof *q);
+    bp_interval *iv = bp__alloc(&p->alloc, (size_t)n * sizeof *iv);
+    if (!q || !iv || !ev) goto fail;
+    q->n_ev = m;
+    q->n_slots = n;
+    q->pe = bp__alloc(&p->alloc, (size_t)m * sizeof *q->pe);
+    q->off = bp__alloc(&p->alloc, (size_t)n * sizeof *q->off);
+    q->sz = bp__alloc(&p->alloc, (size_t)n * sizeof *q->sz);
+    q->byoff = bp__alloc(&p->alloc, (size_t)n * sizeof *q->byoff);
+    q->st = bp__calloc(&p->alloc, n, sizeof *q->st);
+    if (!q->pe || !q->off || !q->sz || !q->byoff || !q->st) goto fail;
+    /* slots in the order of their allocations; a free names its block by
+     * age (allocations since it) */
+    uint32_t na = 0;
+    for (uint32_t k = 0; k < m; k++) {
+        uint64_t c = r->code[e0 + k];
+        if (c & 1) ev[k] = ((na - (uint32_t)(c >> 1)) << 1) | 1;
+        else {
+            q->sz[na] = c;
+            ev[k] = na++ << 1;
+        }
+    }
+    for (uint32_t k = 0; k < m; k++) {
+        uint32_t j = ev[k] >> 1;
+        if (ev[k] & 1) iv[j].upper = k;
+        else {
+            iv[j].lower = k;
+            iv[j].size = q->sz[j];
+            iv[j].alignment = p->quantum;
+            iv[j].fixed_offset = BP_NO_OFFSET;
+        }
+    }
+    bp_assign_options ao;
+    bp_assign_options_init(&ao);
+    ao.alloc = &p->alloc;
+    bp_assign_result res;
+    if (bp_assign_intervals(iv, n, BP_ASSIGN_BESTFIT, &ao, q->off, &res, NULL) != BP_OK) goto fail;
+    bp__free(&p->alloc, iv, (size_t)n * sizeof *iv);
+    iv = NULL;
+    learn_ofs *so = bp__alloc(&p->alloc, (size_t)n * sizeof *so);
+    if (!so) goto fail;
+    for (uint32_t j = 0; j < n; j++) so[j] = (learn_ofs){q->off[j], j};
+    qsort(so, n, sizeof *so, learn_cmp_off);
+    for (uint32_t j = 0; j < n; j++) q->byoff[j] = so[j].j;
+    bp__free(&p->alloc, so, (size_t)n * sizeof *so);
+    q->span = res.arena_bytes;
+    q->mem = sizeof *q + (size_t)m * sizeof *q->pe + (size_t)n * (3 * sizeof(uint64_t) + sizeof(uint32_t) + 1);
+    /* the handle's arena gives back what it holds entirely free, then the
+     * plan's block comes from it: one piece of the sequence's peak instead
+     * of what the size classes held while learning */
+    local_flush(l);
+    (void)pool_trim(p, l->arena);
+    /* the exact size, not a cache class: it is never cached */
+    void *blk = NULL;
+    uint64_t sz = q->span + p->quantum;
+    int cl = pool_class(sz);
+    uint32_t i = pool_alloc_lists(p, l->arena, sz, cl);
+    if (i) blk = (void *)BADDR(D(p, i));
+    else if (pool_alloc_slow(p, l->arena, NULL, sz, sz, cl, &blk, NULL) != BP_OK) goto fail;
+    q->block = (uintptr_t)blk;
+    q->base = q->block + p->quantum;
+    for (uint32_t k = 0; k < m; k++) {
+        uint32_t j = ev[k] >> 1;
+        q->pe[k] = (pev){q->base + q->off[j], ev[k] & 1 ? 0 : q->sz[j] + 1, j};
+    }
+    q->owner = l;
+    pthread_mutex_lock(&p->global);
+    q->next = p->pats;
+    if (p->pats) p->pats->prev = q;
+    p->pats = q;
+    p->meta_bytes += q->mem;
+    atomic_fetch_add_explicit(&p->n_pats, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&p->global);
+    bp__free(&p->alloc, ev, (size_t)m * sizeof *ev);
+    learn_rec_free(p, r);
+    l->rec = NULL;
+    l->pat = q;
+    l->st = q->st;
+    l->cur = q->pe;
+    l->end = q->pe + q->n_ev;
+    l->learn = 2;
+    l->on = 1;
+    l->misses = 0;
+    l->fseen = atomic_load_explicit(&l->pfree, memory_order_relaxed);
+    return true;
+fail:
+    bp__free(&p->alloc, iv, (size_t)n * sizeof *iv);
+    bp__free(&p->alloc, ev, (size_t)m * sizeof *ev);
+    if (q) learn_pat_destroy(p, q);
+    return false;
+}
+
+/* Segments a and b of the log hold the same events. */
+static bool learn_seg_eq(const lrec *r, uint32_t a, uint32_t b)
+{
+    uint32_t a0 = a ? r->seg[a - 1].end : 0, b0 = b ? r->seg[b - 1].end : 0;
+    uint32_t len = r->seg[a].end - a0;
+    return r->seg[a].h == r->seg[b].h && r->seg[b].end - b0 == len &&
+           !memcmp(r->code + a0, r->code + b0, (size_t)len * sizeof *r->code);
+}
+
+static void learn_log_reset(bp_pool_local *l)
+{
+    lrec *r = l->rec;
+    r->n = r->nal = r->nseg = 0;
+    r->h = 0;
+    r->spoilt = 0;
+    if (--l->tries <= 0) learn_off(l);
+}
+
+/* Nothing the log allocated is live: a segment ends.  The log's segments
+ * s_0 .. s_t are matched against themselves (KMP's prefix function over
+ * segments): when the last p segments repeat the p before them and p is
+ * the log's period, those p segments are the sequence, and it is planned.
+ * A sequence that has moments with nothing live is several segments. */
+static void learn_seg_end(bp_pool_local *l)
+{
+    bp_pool *p = l->pool;
+    lrec *r = l->rec;
+    if (r->spoilt) { learn_log_reset(l); return; }
+    void *sg = r->seg;
+    if (!learn_grow(p, &sg, &r->cseg, r->nseg + 1, sizeof *r->seg)) { learn_off(l); return; }
+    r->seg = sg;
+    uint32_t t = r->nseg++;
+    r->seg[t] = (lseg){r->n, r->nal, 0, r->h};
+    r->h = 0;
+    uint32_t k = t ? r->seg[t - 1].pi : 0;
+    while (k > 0 && !learn_seg_eq(r, t, k)) k = r->seg[k - 1].pi;
+    if (t > 0 && learn_seg_eq(r, t, k)) k++;
+    r->seg[t].pi = k;
+    uint32_t per = t + 1 - k;
+    if (k >= per) {
+        /* segments [t + 1 - per, t] repeat the ones before them */
+        uint32_t w = t + 1 - per;
+        uint32_t e0 = r->seg[w - 1].end, n = r->nal - r->seg[w - 1].nal;
+        if (!learn_plan(l, e0, n)) learn_off(l);
+        return;
+    }
+    if (r->n >= LEARN_MAX_EV / 2) learn_log_reset(l); /* no repetition in sight: start over */
+}
+
+static void learn_note_alloc(bp_pool_local *l, uint64_t bytes, void *ptr)
+{
+    bp_pool *p = l->pool;
+    lrec *r = l->rec;
+    if (!learn_hput(p, r, (uintptr_t)ptr, r->nal)) { learn_off(l); return; }
+    r->live++;
+    r->nal++;
+    uint64_t b = bytes ? bytes : 1;
+    learn_log(p, r, (b + p->quantum - 1) & ~(p->quantum - 1));
+}
+
+/* After ptr (not a planned block) was freed through the handle. */
+static void learn_note_free(bp_pool_local *l, void *ptr)
+{
+    lrec *r = l->rec;
+    uint32_t j = learn_hdel(r, (uintptr_t)ptr);
+    if (j == UINT32_MAX) { r->spoilt = 1; return; } /* not allocated since the log started */
+    learn_log(l->pool, r, ((uint64_t)(r->nal - j) << 1) | 1);
+    if (!--r->live) learn_seg_end(l);
+}
+
+/* The live slot of plan q at address a, or UINT32_MAX. */
+static uint32_t learn_find(const ppat *q, uintptr_t a)
+{
+    if (a < q->base || a - q->base >= q->span) return UINT32_MAX;
+    uint64_t o = a - q->base;
+    size_t lo = 0, hi = q->n_slots;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (q->off[q->byoff[mid]] < o) lo = mid + 1;
+        else hi = mid;
+    }
+    for (; lo < q->n_slots && q->off[q->byoff[lo]] == o; lo++)
+        if (atomic_load_explicit(&q->st[q->byoff[lo]], memory_order_acquire)) return q->byoff[lo];
+    return UINT32_MAX;
+}
+
+/* A free that is not the plan's next event, of a planned block or not:
+ * through the owner (l, its plan) without a lock, else through the pool's
+ * list of plans. */
+static bp_status learn_free_any(bp_pool *p, bp_pool_local *l, void *ptr, bp_error *err)
+{
+    uintptr_t a = (uintptr_t)ptr;
+    if (l && l->pat && a >= l->pat->base && a - l->pat->base < l->pat->span) {
+        ppat *q = l->pat;
+        if (l->on) learn_leave(l);
+        uint32_t j = learn_find(q, a);
+        if (j == UINT32_MAX)
+            return bp__err(err, BP_ERR_USAGE, "pool: dealloc of %p: not a live block of this pool "
+                                              "(double free or interior pointer in a learned sequence)", ptr);
+        atomic_store_explicit(&q->st[j], 0, memory_order_relaxed);
+        q->live--;
+        learn_boundary(l);
+        return BP_OK;
+    }
+    pthread_mutex_lock(&p->global);
+    ppat *q = p->pats;
+    while (q && !(a >= q->base && a - q->base < q->span)) q = q->next;
+    uint32_t j = q ? learn_find(q, a) : UINT32_MAX;
+    unsigned char one = 1;
+    if (j == UINT32_MAX ||
+        !atomic_compare_exchange_strong_explicit(&q->st[j], &one, 0, memory_order_acq_rel, memory_order_relaxed)) {
+        pthread_mutex_unlock(&p->global);
+        return bp__err(err, BP_ERR_USAGE, "pool: dealloc of %p: not a live block of this pool "
+                                          "(double free, interior or foreign pointer)", ptr);
+    }
+    bool dead = false;
+    if (q->owner) atomic_fetch_add_explicit(&q->owner->pfree, 1, memory_order_release);
+    else if (!--q->live) {
+        learn_pat_unlink(p, q);
+        dead = true;
+    }
+    pthread_mutex_unlock(&p->global);
+    if (dead) learn_pat_destroy(p, q);
+    return BP_OK;
+}
+
+static uint64_t learn_block_bytes(bp_pool *p, const void *ptr)
+{
+    uintptr_t a = (uintptr_t)ptr;
+    uint64_t n = 0;
+    pthread_mutex_lock(&p->global);
+    for (ppat *q = p->pats; q; q = q->next) {
+        uint32_t j = learn_find(q, a);
+        if (j != UINT32_MAX) { n = q->sz[j]; break; }
+    }
+    pthread_mutex_unlock(&p->global);
+    return n;
+}
+
+/* A handle is freed: its recording goes; its plan too, or, while some of
+ * its blocks live, it stays until the last one is freed. */
+static void learn_release(bp_pool_local *l)
+{
+    bp_pool *p = l->pool;
+    learn_rec_free(p, l->rec);
+    l->rec = NULL;
+    ppat *q = l->pat;
+    if (!q) return;
+    if (l->on) learn_leave(l); /* counts its live blocks */
+    l->pat = NULL;
+    pthread_mutex_lock(&p->global);
+    uint64_t f = atomic_load_explicit(&l->pfree, memory_order_acquire);
+    q->live -= f - l->fseen;
+    bool dead = !q->live;
+    if (dead) learn_pat_unlink(p, q);
+    else q->owner = NULL;
+    pthread_mutex_unlock(&p->global);
+    if (dead) learn_pat_destroy(p, q);
+}
+
+/* The sequence ran to the plan's end: the next one may start on it. */
+static __attribute__((noinline)) void learn_wrap(bp_pool_local *l)
+{
+    l->cur = l->pat->pe;
+    l->misses = 0;
+    loc_set(&l->lhits, atomic_load_explicit(&l->lhits, memory_order_relaxed) + l->pat->n_slots);
+}
+
+/* A call that is not the plan's next event: the rest of this sequence is
+ * served by the pool.  The plan's blocks handed out and not freed through
+ * it are counted now (the hit path keeps no count). */
+static void learn_leave(bp_pool_local *l)
+{
+    ppat *q = l->pat;
+    uint64_t na = 0, pos = (uint64_t)(l->cur - q->pe);
+    for (uint64_t k = 0; k < pos; k++) na += q->pe[k].lim != 0;
+    q->live = 2 * na - pos; /* allocations less frees */
+    loc_set(&l->lhits, atomic_load_explicit(&l->lhits, memory_order_relaxed) + na);
+    l->on = 0;
+    l->misses++;
+}
+
+/* While a handle records, its blocks come from the lists at their size
+ * rounded to the quantum only, and go back there when freed, where they
+ * merge: nothing is cached, so a block freed early in a sequence serves any
+ * later request that fits, and what the handle holds while learning stays
+ * near what the sequence has live. */
+static bp_status learn_alloc_lists(bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err)
+{
+    bp_pool *p = l->pool;
+    uint64_t req = bytes ? bytes : 1;
+    if (req > UINT64_MAX - p->quantum) return local_alloc_general(l, bytes, ptr, err);
+    if (l->bytes) local_flush(l);
+    uint64_t sz = (req + p->quantum - 1) & ~(p->quantum - 1);
+    int c = pool_class(sz);
+    uint32_t i = pool_alloc_lists(p, l->arena, sz, c);
+    if (!i) {
+        bp_status s = pool_alloc_slow(p, l->arena, NULL, bytes, sz, c, ptr, err);
+        if (s) return s;
+        i = local_lookup(l, (uintptr_t)*ptr);
+    }
+    return local_hand_out(l, i, ptr);
+}
+
+/* Not the plan's next allocation (or recording). */
+static __attribute__((noinline)) bp_status learn_alloc(bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err)
+{
+    if (!ptr) return local_alloc_general(l, bytes, ptr, err);
+    if (l->on) learn_leave(l);
+    bp_status s = l->rec && l->learn == 1 ? learn_alloc_lists(l, bytes, ptr, err) : local_alloc_general(l, bytes, ptr, err);
+    if (s == BP_OK && l->rec && l->learn == 1) learn_note_alloc(l, bytes, *ptr);
+    return s;
+}
+
+static __attribute__((noinline)) bp_status learn_dealloc(bp_pool_local *l, void *ptr, bp_error *err)
+{
+    if (l->on) learn_leave(l);
+    uintptr_t a = (uintptr_t)ptr;
+    if (l->pat && a >= l->pat->base && a - l->pat->base < l->pat->span) return learn_free_any(l->pool, l, ptr, err);
+    if (!l->rec || l->learn != 1) return local_dealloc_general(l, ptr, err);
+    /* recorded once freed (the sequence may end here, and its plan is
+     * made with nothing live); a bad pointer spoils the sequence */
+    pblk *b = local_find(l, a);
+    bp_pool *p = l->pool;
+    /* while a handle learns its first log, a freed block's pages go back
+     * to the OS before it goes back to the lists (after that another
+     * thread may use it); a log that started over does not, so a handle
+     * whose calls never repeat makes these calls for one log only */
+    if (b && p->vm && p->vm->decommit && b->size >= LEARN_DECOMMIT && l->tries == LEARN_TRIES &&
+        atomic_load_explicit(&b->state, memory_order_relaxed) == BLK_USED &&
+        p->vm->decommit(p->be.ctx, ptr, (size_t)b->size))
+        atomic_fetch_add_explicit(&p->decommits, 1, memory_order_relaxed);
+    bp_status s = local_dealloc_slow(l, ptr, b ? b->id : 0, err);
+    if (s == BP_OK && l->rec) learn_note_free(l, ptr);
+    else if (l->rec) l->rec->spoilt = 1;
+    return s;
+}
+
+bp_status bp_pool_local_alloc(bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err)
+{
+    if (__builtin_expect(l && l->on, 0)) {
+        /* a learned sequence: this must be its next event, an allocation
+         * that fits the slot, and no planned block was freed elsewhere */
+        const pev *e = l->cur;
+        if (__builtin_expect(ptr && bytes < e->lim &&
+                             atomic_load_explicit(&l->pfree, memory_order_relaxed) == l->fseen, 1)) {
+            atomic_store_explicit(&l->st[e->slot], 1, memory_order_relaxed);
+            if (__builtin_expect((l->cur = e + 1) == l->end, 0)) learn_wrap(l);
+            *ptr = (void *)e->addr;
+            return BP_OK;
+        }
+        return learn_alloc(l, bytes, ptr, err);
+    }
+    if (__builtin_expect(l && l->learn, 0)) return learn_alloc(l, bytes, ptr, err);
+    return local_alloc_general(l, bytes, ptr, err);
+}
+
+bp_status bp_pool_local_dealloc(bp_pool_local *l, void *ptr, bp_error *err)
+{
+    if (!ptr) return BP_OK;
+    if (__builtin_expect(l && l->on, 0)) {
+        /* a learned sequence: this must be its next event, this block's free */
+        const pev *e = l->cur;
+        if (__builtin_expect((uintptr_t)ptr == e->addr && !e->lim &&
+                             atomic_load_explicit(&l->pfree, memory_order_relaxed) == l->fseen, 1)) {
+            atomic_store_explicit(&l->st[e->slot], 0, memory_order_relaxed);
+            if (__builtin_expect((l->cur = e + 1) == l->end, 0)) learn_wrap(l);
+            return BP_OK;
+        }
+        return learn_dealloc(l, ptr, err);
+    }
+    if (__builtin_expect(l && l->learn, 0)) return learn_dealloc(l, ptr, err);
+    return local_dealloc_general(l, ptr, err);
+}
+
 /* ------------------------------------------- the plain API's thread cache */
 
 /* pthread key destructor: the thread is gone, its cache goes home. */
@@ -2184,7 +2886,7 @@ static void pool_mag_exit(void *v)
     pool_spin_unlock(&l->lock);
     local_unlink(p, l);
     pthread_mutex_unlock(&p->global);
-    bp__free(&p->alloc, l, sizeof *l);
+    local_struct_free(p, l);
 }
 
 /* The calling thread's locked cache, made on first use; NULL without one. */
@@ -2311,6 +3013,7 @@ static bp_status pool_create(const bp_pool_options *o, bp_pool **out, bp_error *
     p->grow_bytes = o->grow_bytes ? o->grow_bytes : (2u << 20);
     p->compact_interval = o->compact_interval;
     p->max_scan = o->max_scan;
+    p->learn = o->learn != 0;
     p->vm = bp__pool_backend_vm(&p->be);
     p->desc_next = 1; /* 0 means "none" */
     p->meta_bytes = raw_size;
@@ -2321,6 +3024,8 @@ static bp_status pool_create(const bp_pool_options *o, bp_pool **out, bp_error *
     atomic_init(&p->in_use, 0);
     atomic_init(&p->peak_in_use, 0);
     atomic_init(&p->failures, 0);
+    atomic_init(&p->decommits, 0);
+    atomic_init(&p->n_pats, 0);
     atomic_init(&p->reserved_hint, 0);
     if (pthread_mutex_init(&p->global, NULL) != 0) {
         bp__free(a, raw, raw_size);
@@ -2426,10 +3131,17 @@ void bp_pool_free(bp_pool *p)
         pthread_key_delete(p->key);
     }
     /* handles the caller did not free, and the plain API's thread caches,
-     * die with the pool */
+     * die with the pool; so do the plans (their blocks went with the chunks) */
+    for (ppat *q = p->pats; q;) {
+        ppat *next = q->next;
+        q->block = 0;
+        learn_pat_destroy(p, q);
+        q = next;
+    }
     for (bp_pool_local *l = p->locals; l;) {
         bp_pool_local *next = l->next;
-        bp__free(&p->alloc, l, sizeof *l);
+        learn_rec_free(p, l->rec);
+        local_struct_free(p, l);
         l = next;
     }
     for (parena *a = p->shared.next; a;) {
@@ -2442,19 +3154,23 @@ void bp_pool_free(bp_pool *p)
     bp__free(&a, p->raw, p->raw_size);
 }
 
-uint64_t bp_pool_trim(bp_pool *p)
+/* Merges, then gives entirely free chunks back to the backend: every
+ * arena's (returning every cache first), or only arena `only`'s (whose
+ * handle returned its own cache). */
+static uint64_t pool_trim(bp_pool *p, parena *only)
 {
-    if (!p) return 0;
     uint64_t released = 0;
     pthread_mutex_lock(&p->global);
-    pool_mag_flush_all(p);
-    pool_locals_request_flush(p);
+    if (!only) {
+        pool_mag_flush_all(p);
+        pool_locals_request_flush(p);
+    }
     pool_lock_all(p);
-    pool_merge_locked(p, NULL);
+    pool_merge_locked(p, only);
     bool changed = false;
     for (size_t j = 0; j < p->n_chunks; j++) {
         pchunk *ch = p->chunks[j];
-        if (!ch->live) continue;
+        if (!ch->live || (only && chunk_arena(ch) != only)) continue;
         pblk *b = D(p, ch->first);
         if (atomic_load_explicit(&b->state, memory_order_acquire) != BLK_FREE || b->next_phys) continue;
         parena *a = chunk_arena(ch);
@@ -2484,6 +3200,11 @@ uint64_t bp_pool_trim(bp_pool *p)
     pool_unlock_all(p);
     pthread_mutex_unlock(&p->global);
     return released;
+}
+
+uint64_t bp_pool_trim(bp_pool *p)
+{
+    return p ? pool_trim(p, NULL) : 0;
 }
 
 /* ------------------------------------------------------------------ arena */
@@ -2555,10 +3276,17 @@ void bp_pool_get_stats(bp_pool *p, bp_pool_stats *s)
     s->peak_in_use_bytes = atomic_load_explicit(&p->peak_in_use, memory_order_relaxed);
     if ((int64_t)s->peak_in_use_bytes < (int64_t)off_lists) s->peak_in_use_bytes = off_lists;
     s->fragmentation = s->free_bytes ? 1.0 - (double)s->largest_free_bytes / (double)s->free_bytes : 0.0;
-    s->os_calls = p->os_calls;
+    s->os_calls = p->os_calls + atomic_load_explicit(&p->decommits, memory_order_relaxed);
     for (size_t j = 0; j < p->n_chunks; j++) s->n_chunks += p->chunks[j]->live;
     s->n_chunks += p->arena_raw != NULL;
     s->n_live_blocks = s->n_allocs - s->n_deallocs;
+    s->learned_allocs = p->learned_hits;
+    for (bp_pool_local *l = p->locals; l; l = l->next)
+        s->learned_allocs += atomic_load_explicit(&l->lhits, memory_order_relaxed);
+    for (const ppat *q = p->pats; q; q = q->next) {
+        s->learned_plans++;
+        s->learned_bytes += q->span + p->quantum;
+    }
 
     s->compactions = p->compactions;
     s->merges += p->merges;
@@ -2586,6 +3314,9 @@ void bp_pool_stats_print(bp_pool *p, FILE *f)
             s.free_bytes, s.n_free_blocks, s.largest_free_bytes, s.fragmentation);
     fprintf(f, "  thread caches  %14" PRIu64 " bytes, %" PRIu64 " allocations served from them\n", s.cached_bytes,
             s.cache_hits);
+    if (s.learned_plans || s.learned_allocs)
+        fprintf(f, "  learned        %14" PRIu64 " bytes in %" PRIu64 " plans, %" PRIu64 " allocations served from them\n",
+                s.learned_bytes, s.learned_plans, s.learned_allocs);
     fprintf(f, "  allocs %" PRIu64 ", deallocs %" PRIu64 ", borrows %" PRIu64 ", failures %" PRIu64
                ", merge passes %" PRIu64 " (%" PRIu64 " blocks merged), metadata %" PRIu64 " bytes\n",
             s.n_allocs, s.n_deallocs, s.borrows, s.failures, s.compactions, s.merges, s.meta_bytes);

@@ -45,7 +45,16 @@ static int mmap_commit(void *ctx, void *addr, size_t bytes)
     return mprotect(addr, bytes, PROT_READ | PROT_WRITE) == 0 ? 0 : -1;
 }
 
-static const bp__pool_vm mmap_vm = {mmap_reserve_va, mmap_commit};
+static int mmap_decommit(void *ctx, void *addr, size_t bytes)
+{
+    (void)ctx;
+    uintptr_t lo = ((uintptr_t)addr + 4095) & ~(uintptr_t)4095, hi = ((uintptr_t)addr + bytes) & ~(uintptr_t)4095;
+    if (hi <= lo) return 0;
+    (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    return 1;
+}
+
+static const bp__pool_vm mmap_vm = {mmap_reserve_va, mmap_commit, mmap_decommit};
 
 const bp__pool_vm *bp__pool_backend_vm(const bp_pool_backend *be)
 {

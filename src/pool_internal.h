@@ -29,10 +29,15 @@ void bp__pool_set_region(bp_pool *p, int on);
  * With them the pool's large region grows in place, so its free space
  * merges across growths (pool.c).  The mmap backend has them (PROT_NONE
  * reservation, mprotect to commit); a CUDA backend could with the driver's
- * virtual memory API (cuMemAddressReserve / cuMemMap). */
+ * virtual memory API (cuMemAddressReserve / cuMemMap).  decommit serves
+ * the learned sequences (pool.c): while a handle learns, the pages of the
+ * blocks it frees go back to the OS (the mmap backend: MADV_DONTNEED). */
 typedef struct bp__pool_vm {
     void *(*reserve_va)(void *ctx, size_t bytes);
     int (*commit)(void *ctx, void *addr, size_t bytes);
+    /* gives back the memory of the whole pages inside [addr, addr + bytes),
+     * which stay usable (zero on their next touch); 1 when a call was made */
+    int (*decommit)(void *ctx, void *addr, size_t bytes);
 } bp__pool_vm;
 
 /* The address-space operations of backend `be`, NULL when it has none (any

@@ -337,9 +337,53 @@ static void test_bad_args(void)
 
 #define RUN(f) do { double t0_ = bp__now(); f(); fprintf(stderr, "%-28s %.2f s\n", #f, bp__now() - t0_); } while (0)
 
+/* Dynamic mode with a learning pool (options.learn): every generated graph
+ * runs five times on one worker, each run byte-identical to safe mode; the
+ * worker's handle plans the runs and serves the later ones from the plan. */
+static void test_dynamic_learn(void)
+{
+    eu_case cs[16];
+    int n = eu_cases(cs, 16);
+    for (int i = 0; i < n; i++) {
+        bp_graph *g = NULL;
+        bp_error e;
+        bp_status s = bp_gen(cs[i].kind, &cs[i].o, NULL, &g, &e);
+        CHECK_MSG(s == BP_OK, "gen %s: %s", cs[i].kind, e.msg);
+        if (s) continue;
+        bp_exec *safe = eu_run(g, NULL, BP_EXEC_SAFE, 1, 0, 0);
+        bp_pool_options po;
+        bp_pool_options_init(&po);
+        po.learn = 1;
+        bp_exec_options o;
+        bp_exec_options_init(&o);
+        o.mode = BP_EXEC_DYNAMIC;
+        o.pool = &po;
+        bp_exec *ex = NULL;
+        CHECK_OK(bp_exec_new(g, NULL, &o, &ex, &e), e);
+        if (ex && safe) {
+            bp_exec_set_kernel(ex, bp_digest_kernel, NULL);
+            CHECK_OK(bp_digest_fill_inputs(ex, 11, &e), e);
+            for (int r = 0; r < 5; r++) {
+                CHECK_OK(bp_exec_run(ex, NULL, &e), e);
+                CHECK_MSG(eu_diff_outputs(g, ex, safe) == 0, "%s%s: learning run %d differs from safe", cs[i].kind,
+                          cs[i].o.training ? "-training" : "", r + 1);
+            }
+            bp_pool_stats ps;
+            bp_pool_get_stats(bp_exec_pool(ex), &ps);
+            CHECK_MSG(ps.learned_plans == 1 && ps.learned_allocs > 0, "%s%s: %llu plans, %llu allocations from them",
+                      cs[i].kind, cs[i].o.training ? "-training" : "", (unsigned long long)ps.learned_plans,
+                      (unsigned long long)ps.learned_allocs);
+        }
+        bp_exec_free(ex);
+        bp_exec_free(safe);
+        bp_graph_free(g);
+    }
+}
+
 int main(void)
 {
     RUN(test_generated);
+    RUN(test_dynamic_learn);
     RUN(test_broken_plan);
     RUN(test_kernel_error);
     RUN(test_zero_alloc);

@@ -341,6 +341,47 @@ static unsigned long sweep(const char *name, pipeline p)
     return n;
 }
 
+/* ------------------------------------------------------------ the pool */
+
+/* A pool with learned sequences (its metadata, the handle's log, the plan
+ * and bestfit's working memory all come from the allocator): a handle
+ * repeats a sequence until it is planned and served from the plan; one
+ * run frees a planned block through the plain API.  A failed allocation
+ * inside learning is not an error: the handle goes on unplanned. */
+static uint64_t pool_learned;
+
+static bp_status pl_pool_learn(const bp_allocator *a, bp_error *err)
+{
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.learn = 1;
+    o.alloc = a;
+    bp_pool *p = NULL;
+    bp_status s = bp_pool_new(&o, &p, err);
+    if (s) return s;
+    bp_pool_local *l = NULL;
+    s = bp_pool_local_new(p, 0, &l, err);
+    enum { N = 40 };
+    void *v[N] = {0};
+    for (int rep = 0; rep < 5 && !s; rep++) {
+        for (int i = 0; i < N + 3 && !s; i++) {
+            if (i < N) s = bp_pool_local_alloc(l, 1000 + (uint64_t)i * 3000, &v[i], err);
+            if (!s && i >= 3) {
+                s = rep == 3 && i == 20 ? bp_pool_dealloc(p, v[i - 3], err) : bp_pool_local_dealloc(l, v[i - 3], err);
+                v[i - 3] = NULL;
+            }
+        }
+    }
+    bp_pool_stats st;
+    bp_pool_get_stats(p, &st);
+    pool_learned = st.learned_allocs;
+    for (int i = 0; i < N; i++)
+        if (v[i]) bp_pool_local_dealloc(l, v[i], NULL);
+    bp_pool_local_free(l);
+    bp_pool_free(p);
+    return s;
+}
+
 static void load_onnx(void)
 {
     char path[4096];
@@ -373,6 +414,8 @@ int main(void)
     pick_search_seeds();
     total += sweep("search", pl_search);
     CHECK_MSG(search_nodes > 0, "the search pipeline never searched (bestfit reached the bound)");
+    total += sweep("pool-learn", pl_pool_learn);
+    CHECK_MSG(pool_learned > 0, "the pool pipeline never served from a learned plan");
     load_onnx();
     if (onnx_data && bp_onnx_available()) total += sweep("onnx", pl_onnx);
     else fprintf(stderr, "test_faults: no ONNX model or no ONNX support, skipping the ONNX sweep\n");

@@ -11,7 +11,11 @@
  * compaction interval and a byte limit force merging, borrowing and growth
  * while the other thread is on the common path (sizes up to 8 MiB grow the
  * large region, one per arena).  At the end the pool's
- * invariants and counters must hold exactly. */
+ * invariants and counters must hold exactly.  Last, learned sequences
+ * (options.learn): each thread repeats its own sequence through its handle
+ * until the handle plans it, and now and then hands one of its planned
+ * blocks to the other thread, which frees it (through its own handle or the
+ * plain API) while the owner goes on. */
 #include "bufplan.h"
 #include "check.h"
 #include "pool_internal.h"
@@ -61,6 +65,32 @@ static int ok(const blk *b)
     return 1;
 }
 
+static bp_pool *stress_pool(const bp_pool_options *o)
+{
+    bp_error err = {0};
+    bp_pool *p = NULL;
+    CHECK_OK(bp_pool_new(o, &p, &err), err);
+    REQUIRE(p);
+    return p;
+}
+
+static void mail_init(mail_t *m)
+{
+    memset(m, 0, sizeof *m);
+    pthread_mutex_init(&m->mu, NULL);
+}
+
+/* Takes the blocks mailed to thread id into in[]; returns how many. */
+static int mail_take(mail_t *m, int id, blk *in)
+{
+    pthread_mutex_lock(&m->mu);
+    int n = m->nbox[id];
+    for (int i = 0; i < n; i++) in[i] = m->box[id][i];
+    m->nbox[id] = 0;
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
 static void release(arg_t *a, blk *b)
 {
     bp_error err = {0};
@@ -95,12 +125,7 @@ static void *worker(void *vp)
         }
         /* free what the other thread sent */
         blk in[MAILBOX];
-        int nin;
-        pthread_mutex_lock(&a->mail->mu);
-        nin = a->mail->nbox[a->id];
-        for (int i = 0; i < nin; i++) in[i] = a->mail->box[a->id][i];
-        a->mail->nbox[a->id] = 0;
-        pthread_mutex_unlock(&a->mail->mu);
+        int nin = mail_take(a->mail, a->id, in);
         for (int i = 0; i < nin; i++) release(a, &in[i]);
 
         if (n < LIVE && (n == 0 || test_rand(&rs) % 2)) {
@@ -153,12 +178,9 @@ static void stress(int use_local)
     bp_pool_options_init(&o);
     o.compact_interval = 97;
     o.max_bytes = 96u << 20;
-    bp_pool *p = NULL;
-    CHECK_OK(bp_pool_new(&o, &p, &err), err);
-    REQUIRE(p);
+    bp_pool *p = stress_pool(&o);
     mail_t mail;
-    memset(&mail, 0, sizeof mail);
-    pthread_mutex_init(&mail.mu, NULL);
+    mail_init(&mail);
     atomic_int fails;
     atomic_init(&fails, 0);
     pthread_t th[NTHREADS];
@@ -193,10 +215,122 @@ static void stress(int use_local)
     bp_pool_free(p);
 }
 
+/* ---------------------------------------------------- learned sequences */
+
+typedef struct {
+    bp_pool *pool;
+    mail_t *mail;
+    int id;
+    atomic_int *fails;
+    uint64_t served;              /* learned allocations seen by this thread's handle */
+} larg_t;
+
+static void learn_release(bp_pool *p, bp_pool_local *l, blk *b, int plain, atomic_int *fails)
+{
+    bp_error err = {0};
+    if (!ok(b)) atomic_fetch_add(fails, 1);
+    bp_status st = plain ? bp_pool_dealloc(p, b->p, &err) : bp_pool_local_dealloc(l, b->p, &err);
+    if (st != BP_OK) {
+        fprintf(stderr, "learn: %s\n", err.msg);
+        atomic_fetch_add(fails, 1);
+    }
+}
+
+static void *learn_worker(void *vp)
+{
+    larg_t *a = vp;
+    bp_pool_local *l = NULL;
+    if (bp_pool_local_new(a->pool, 0, &l, NULL) != BP_OK) { atomic_fetch_add(a->fails, 1); return NULL; }
+    /* the sequence: 120 allocations, each freed a little later */
+    enum { N = 120, W = 6 };
+    uint64_t size[N];
+    unsigned long long rs = 500 + (unsigned long long)a->id;
+    for (int i = 0; i < N; i++) size[i] = 1 + test_rand(&rs) % (i % 9 == 0 ? 2u << 20 : 64u << 10);
+    blk live[N];
+    unsigned tag = (unsigned)a->id << 24;
+    int other = (a->id + 1) % NTHREADS;
+    for (int rep = 0; rep < 60; rep++) {
+        for (int i = 0; i < N + W; i++) {
+            blk in[MAILBOX];
+            int nin = mail_take(a->mail, a->id, in);
+            for (int k = 0; k < nin; k++) learn_release(a->pool, l, &in[k], k % 2, a->fails);
+            if (i >= W) {
+                blk b = live[i - W];
+                int sent = 0;
+                if (rep % 7 == 3 && i == N / 2) {
+                    pthread_mutex_lock(&a->mail->mu);
+                    if (a->mail->nbox[other] < MAILBOX) {
+                        a->mail->box[other][a->mail->nbox[other]++] = b;
+                        sent = 1;
+                    }
+                    pthread_mutex_unlock(&a->mail->mu);
+                }
+                if (!sent) learn_release(a->pool, l, &b, 0, a->fails);
+            }
+            if (i < N) {
+                void *ptr = NULL;
+                bp_error err = {0};
+                if (bp_pool_local_alloc(l, size[i], &ptr, &err) != BP_OK || !ptr || ((uintptr_t)ptr & 255)) {
+                    atomic_fetch_add(a->fails, 1);
+                    live[i] = (blk){NULL, 0, 0};
+                    continue;
+                }
+                live[i] = (blk){ptr, size[i], ++tag};
+                fill(&live[i]);
+            }
+        }
+    }
+    bp_pool_stats s;
+    bp_pool_get_stats(a->pool, &s);
+    a->served = s.learned_allocs;
+    bp_pool_local_free(l);
+    return NULL;
+}
+
+static void stress_learn(void)
+{
+    bp_error err = {0};
+    bp_pool_options o;
+    bp_pool_options_init(&o);
+    o.learn = 1;
+    bp_pool *p = stress_pool(&o);
+    mail_t mail;
+    mail_init(&mail);
+    atomic_int fails;
+    atomic_init(&fails, 0);
+    pthread_t th[NTHREADS];
+    larg_t args[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        args[t] = (larg_t){p, &mail, t, &fails, 0};
+        REQUIRE(pthread_create(&th[t], NULL, learn_worker, &args[t]) == 0);
+    }
+    for (int i = 0; i < 10; i++) {
+        bp_pool_stats s;
+        bp_pool_get_stats(p, &s);
+        CHECK_OK(bp__pool_check(p, 0, &err), err);
+    }
+    for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
+    /* blocks still in a mailbox: planned blocks of a freed handle (their
+     * plan stays until they are freed) */
+    for (int t = 0; t < NTHREADS; t++)
+        for (int i = 0; i < mail.nbox[t]; i++) learn_release(p, NULL, &mail.box[t][i], 1, &fails);
+    CHECK_MSG(atomic_load(&fails) == 0, "%d corrupted blocks or failed calls", atomic_load(&fails));
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_stats s;
+    bp_pool_get_stats(p, &s);
+    CHECK(s.in_use_bytes == 0 && s.learned_plans == 0 && s.n_locals == 0);
+    CHECK_MSG(args[0].served > 0 && args[1].served > 0, "learned allocations seen: %" PRIu64 ", %" PRIu64,
+              args[0].served, args[1].served);
+    printf("threads (learned sequences): %" PRIu64 " allocations served from plans\n", s.learned_allocs);
+    pthread_mutex_destroy(&mail.mu);
+    bp_pool_free(p);
+}
+
 int main(void)
 {
     stress(0);
     stress(1);
     stress(2);
+    stress_learn();
     return check_status();
 }

@@ -16,7 +16,7 @@
 #include <time.h>
 
 static const char run_help[] =
-    "usage: bufplan run GRAPH [plan options] [--plan PLAN.json] [--threads N] [--safe | --dynamic [--malloc]]\n"
+    "usage: bufplan run GRAPH [plan options] [--plan PLAN.json] [--threads N] [--safe | --dynamic [--malloc | --learn]]\n"
     "                  [--verify] [--history FILE] [--repeat K] [--stats] [--kernel digest|empty]\n"
     "                  [--kernel-us N] [--fence-aware]\n"
     "\n"
@@ -30,6 +30,8 @@ static const char run_help[] =
     "  --safe                 every tensor its own buffer (no reuse)\n"
     "  --dynamic              no offsets: tensors from the pool at run time\n"
     "  --malloc               with --dynamic: malloc/free instead of the pool\n"
+    "  --learn                with --dynamic: the pool's handles learn the runs'\n"
+    "                         repeating requests and serve later runs from a plan\n"
     "  --verify               also run safe mode and compare every output byte and\n"
     "                         every tensor as read; exit 1 naming the first\n"
     "                         corrupted tensor and what shared its bytes\n"
@@ -63,7 +65,7 @@ int cmd_run(int argc, char **argv)
     bp_plan_options po;
     bp_plan_options_init(&po);
     const char *plan_path = NULL, *history = NULL, *kernel = "digest";
-    int threads = 1, safe = 0, dynamic = 0, use_malloc = 0, verify = 0, stats = 0;
+    int threads = 1, safe = 0, dynamic = 0, use_malloc = 0, learn = 0, verify = 0, stats = 0;
     uint64_t repeat = 1;
     double kernel_us = 0;
     for (int i = 1; i < argc; i++) {
@@ -103,6 +105,7 @@ int cmd_run(int argc, char **argv)
         if (!strcmp(a, "--safe")) { safe = 1; continue; }
         if (!strcmp(a, "--dynamic")) { dynamic = 1; continue; }
         if (!strcmp(a, "--malloc")) { use_malloc = 1; continue; }
+        if (!strcmp(a, "--learn")) { learn = 1; continue; }
         if (!strcmp(a, "--verify")) { verify = 1; continue; }
         if (!strcmp(a, "--stats")) { stats = 1; continue; }
         if (!strcmp(a, "--fence-aware")) { po.fence_aware = 1; continue; }
@@ -113,6 +116,7 @@ int cmd_run(int argc, char **argv)
     if (!go.path) return cli_usage_error("run", "no graph given");
     if (safe && dynamic) return cli_usage_error("run", "--safe and --dynamic exclude each other");
     if (use_malloc && !dynamic) return cli_usage_error("run", "--malloc needs --dynamic");
+    if (learn && (!dynamic || use_malloc)) return cli_usage_error("run", "--learn needs --dynamic (and the pool, not --malloc)");
     if (verify && (safe || dynamic)) return cli_usage_error("run", "--verify checks the planned mode; drop --safe/--dynamic");
 
     bp_error e;
@@ -131,6 +135,10 @@ int cmd_run(int argc, char **argv)
     eo.mode = safe ? BP_EXEC_SAFE : dynamic ? BP_EXEC_DYNAMIC : BP_EXEC_PLANNED;
     eo.threads = threads;
     eo.dynamic_malloc = use_malloc;
+    bp_pool_options pool_opt;
+    bp_pool_options_init(&pool_opt);
+    pool_opt.learn = learn;
+    if (learn) eo.pool = &pool_opt;
     eo.history = history != NULL;
     eo.time_allocs = 1;
     if ((s = bp_exec_new(g, p, &eo, &ex, &e))) { rc = cli_fail(&e); goto out; }

@@ -63,6 +63,7 @@ static bp_pool *pool;
 static uint64_t cache_bytes;           /* --cache-bytes: each handle's cache bound (0 = default) */
 static int print_stats;                /* --stats: the pool's statistics to stderr at the end */
 static int plain;                      /* --plain: bp_pool_alloc/dealloc instead of a local handle */
+static int learn;                      /* --learn: the pool's learned sequences (options.learn) */
 static uint64_t grow_bytes;            /* --grow-bytes: the pool option (0 = default) */
 static _Thread_local bp_pool_local *tl_local; /* this worker's handle */
 #endif
@@ -366,6 +367,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--no-touch")) touch = 0;
 #ifdef REPLAY_POOL
         else if (!strcmp(argv[i], "--plain")) plain = 1;
+        else if (!strcmp(argv[i], "--learn")) learn = 1;
         else if (!strcmp(argv[i], "--stats")) print_stats = 1;
         else if (!strcmp(argv[i], "--cache-bytes") && i + 1 < argc) cache_bytes = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--grow-bytes") && i + 1 < argc) grow_bytes = strtoull(argv[++i], NULL, 10);
@@ -374,7 +376,7 @@ int main(int argc, char **argv)
     }
     if (!path || threads < 1 || threads > 64 || reps < 1 || rounds < 1 || rounds > 64) {
         fprintf(stderr, "usage: %s TRACE.csv [--iters N] [--min-calls N] [--rounds R] [--threads T] "
-                        "[--max-round-s S] [--frag-at EVENTS] [--no-touch] [--plain] [--grow-bytes N] [--cache-bytes N] [--stats] (pool)\n", argv[0]);
+                        "[--max-round-s S] [--frag-at EVENTS] [--no-touch] [--plain] [--learn] [--grow-bytes N] [--cache-bytes N] [--stats] (pool)\n", argv[0]);
         return 2;
     }
     if (load(path) || n_ops == 0) { fprintf(stderr, "%s: empty trace\n", path); return 2; }
@@ -387,6 +389,7 @@ int main(int argc, char **argv)
     const char *name = REPLAY_NAME;
 #ifdef REPLAY_POOL
     if (plain) name = REPLAY_NAME "-plain";
+    if (learn) name = plain ? REPLAY_NAME "-plain-learn" : REPLAY_NAME "-learn";
 #endif
 #ifdef REPLAY_FLOOR
     floor_plan();
@@ -400,6 +403,7 @@ int main(int argc, char **argv)
     bp_error err;
     bp_pool_options po;
     bp_pool_options_init(&po);
+    po.learn = learn;
     if (grow_bytes) po.grow_bytes = grow_bytes;
     if (bp_pool_new(&po, &pool, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
 #endif

@@ -9,8 +9,10 @@
 # reader), plus a synthetic stress trace.  With 2 threads each thread replays
 # its own copy of the trace on the same allocator.  "pool" is the pool through
 # one bp_pool_local handle per thread (what a user does on each worker
-# thread); "pool-plain" is bp_pool_alloc / bp_pool_dealloc.  The ratios use
-# "pool".  "floor" is the harness's own cost (pool_replay_floor: a static
+# thread); "pool-learn" is the same with options.learn (each handle learns
+# the repeating trace, plans it and serves later replays from the plan, see
+# docs/POOL.md "Learned sequences"); "pool-plain" is bp_pool_alloc /
+# bp_pool_dealloc.  The ratios are given for "pool" / "pool-learn".  "floor" is the harness's own cost (pool_replay_floor: a static
 # plan's offsets, free does nothing), so an allocator's own cost per call is
 # its CPU ns/call minus the floor's.  Ends with the pool's fragmentation drift over long synthetic
 # traces (three seeds: one trace is a random walk, see docs/POOL.md) and the
@@ -33,7 +35,7 @@ min_calls=2000000; rounds=5; syn_events=40000; drift_events=1000000
 onnx=(torchvision/vit_b_16 torchvision/swin_t torchvision/densenet121 torchvision/inception_v3 torchvision/mobilenet_v2)
 if [ $quick = 1 ]; then min_calls=300000; rounds=3; syn_events=20000; drift_events=200000; onnx=(torchvision/vit_b_16 torchvision/mobilenet_v2); fi
 
-allocs=(pool pool-plain)
+allocs=(pool pool-learn pool-plain)
 peers=()
 for a in glibc jemalloc mimalloc tcmalloc; do [ -x "$bin/pool_replay_$a" ] && allocs+=("$a") && peers+=("$a"); done
 
@@ -54,16 +56,17 @@ field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
 run() { # allocator trace threads
   local exe="$bin/pool_replay_$1" extra=""
   [ "$1" = pool-plain ] && exe="$bin/pool_replay_pool" && extra="--plain"
+  [ "$1" = pool-learn ] && exe="$bin/pool_replay_pool" && extra="--learn"
   "$exe" "$work/$2.csv" $extra --min-calls $min_calls --max-round-s 2 --rounds $rounds --threads "$3" 2>&1 | tail -1
 }
 
 printf '| trace | allocs | thr |'
 for a in "${allocs[@]}"; do printf ' %s Mcalls/s |' "$a"; done
-printf ' pool CPU ns/call | best peer CPU ns/call |'
+printf ' pool CPU ns/call | pool-learn CPU ns/call | best peer CPU ns/call |'
 for a in "${allocs[@]}"; do printf ' %s peak MiB |' "$a"; done
 for a in "${allocs[@]}"; do printf ' %s OS calls |' "$a"; done
-printf ' pool vs best peer | same, CPU time | pool peak vs smallest peer | pool footprint MiB | smallest peer footprint MiB | floor CPU ns/call | plan arena MiB |\n'
-printf '|---|---|---|'; for _ in "${allocs[@]}" "${allocs[@]}" "${allocs[@]}"; do printf -- '---|'; done; printf -- '---|---|---|---|---|---|---|---|---|\n'
+printf ' pool / pool-learn vs best peer | same, CPU time | pool / pool-learn peak vs smallest peer | pool / pool-learn footprint MiB | smallest peer footprint MiB | pool / pool-learn footprint vs smallest peer | floor CPU ns/call | plan arena MiB |\n'
+printf '|---|---|---|'; for _ in "${allocs[@]}" "${allocs[@]}" "${allocs[@]}"; do printf -- '---|'; done; printf -- '---|---|---|---|---|---|---|---|---|---|---|\n'
 for t in "${traces[@]}"; do
   nal=$(grep -c '^ALLOC' "$work/$t.csv")
   for th in 1 2; do
@@ -92,14 +95,17 @@ for t in "${traces[@]}"; do
     done
     printf '| %s | %s | %s |' "$t" "$nal" "$th"
     for a in "${allocs[@]}"; do printf ' %s |' "${thr[$a]}"; done
-    printf ' %s | %s |' "${cpu[pool]}" "$bcpu"
+    printf ' %s | %s | %s |' "${cpu[pool]}" "${cpu[pool-learn]}" "$bcpu"
     for a in "${allocs[@]}"; do printf ' %s |' "${peak[$a]}"; done
     for a in "${allocs[@]}"; do printf ' %s |' "${osc[$a]}"; done
-    printf ' %s | %s | %s | %s | %s | %s | %s |\n' \
-      "$(awk -v p="${thr[pool]}" -v b="$best" 'BEGIN{printf (b > 0 ? "%.2fx" : "-"), p / b}')" \
-      "$(awk -v p="${cpu[pool]}" -v b="$bcpu" 'BEGIN{printf (p > 0 ? "%.2fx" : "-"), b / p}')" \
-      "$(awk -v p="${peak[pool]}" -v b="$small" 'BEGIN{printf (b > 0 ? "%.2fx" : "-"), p / b}')" \
-      "${foot[pool]}" "$sfoot" "$fl" "$fla"
+    r2() { awk -v p="$1" -v q="$2" -v b="$3" -v inv="$4" 'BEGIN{ if (b <= 0 || p <= 0 || q <= 0) { printf "-"; exit }
+      if (inv) printf "%.2fx / %.2fx", b / p, b / q; else printf "%.2fx / %.2fx", p / b, q / b }'; }
+    printf ' %s | %s | %s | %s / %s | %s | %s | %s | %s |\n' \
+      "$(r2 "${thr[pool]%%(*}" "${thr[pool-learn]%%(*}" "$best" 0)" \
+      "$(r2 "${cpu[pool]}" "${cpu[pool-learn]}" "$bcpu" 1)" \
+      "$(r2 "${peak[pool]}" "${peak[pool-learn]}" "$small" 0)" \
+      "${foot[pool]}" "${foot[pool-learn]}" "$sfoot" \
+      "$(r2 "${foot[pool]}" "${foot[pool-learn]}" "$sfoot" 0)" "$fl" "$fla"
     unset thr peak osc cpu foot
   done
 done

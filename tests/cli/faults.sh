@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Allocation-failure injection over the CLI's main paths: plan a JSON graph,
 # plan an ONNX model, pack a MiniMalloc CSV, verify a plan, run the executor
-# in dynamic mode on one and two workers.  For each path the
+# in dynamic mode on one and two workers, and with a learning pool.  For each path the
 # allocations are counted (BP_FAULT_ALLOC=0), then the command runs once for
 # every n with the n-th allocation failing (library, protobuf-c and jansson
 # allocations; src/fault.c).  Each run must end cleanly: exit 0, or exit 2
@@ -106,5 +106,7 @@ sweep verify - "$cli" verify "$work/g.json" "$work/p.json"
 # run-time storages (one worker, then two)
 sweep run-dyn - "$cli" run "$work/g.json" --dynamic --kernel empty
 sweep run-dyn2 - "$cli" run "$work/g.json" --dynamic --kernel empty --threads 2
+# a learning pool (its log, the plan, bestfit's memory): four runs, planned
+sweep run-learn - "$cli" run "$work/g.json" --dynamic --learn --repeat 4 --kernel empty
 echo "total: $total allocation-failure points, $failed failed"
 [ "$failed" = 0 ]

@@ -2,7 +2,8 @@
 # bufplan run: every mode runs and reports; --verify passes on sound plans on
 # 1 and 2 threads and fails (exit 1) on a plan with one lifetime cut short,
 # naming that tensor and the tensor placed over it; --history writes a log
-# that checks clean; bad options exit 2.
+# that checks clean; --dynamic --learn serves later runs from a learned
+# plan; bad options exit 2.
 . "$(dirname "$0")/harness.bash"
 
 "$CLI" gen randwire --layers 2 --nodes 16 --width 4 -o "$tmp/g.json" || { echo "gen failed"; exit 1; }
@@ -21,6 +22,9 @@ expect 0 'verify: ok: planned run on 2 threads' "$tmp/g.json" --threads 2 --veri
 expect 0 '[0-9]+ fences' "$tmp/g.json" --threads 2
 expect 0 'dynamic mode' "$tmp/g.json" --dynamic
 expect 0 '[1-9][0-9]* allocs' "$tmp/g.json" --dynamic --malloc
+# learned sequences: the runs are planned after two and served from the plan
+expect 0 'learned +[1-9][0-9]* bytes in 1 plans, [1-9][0-9]* allocations served' "$tmp/g.json" --dynamic --learn --repeat 5 --stats
+expect 0 'dynamic mode, 2 threads' "$tmp/g.json" --dynamic --learn --repeat 5 --threads 2
 expect 0 'safe buffers' "$tmp/g.json" --safe --threads 2
 expect 0 '^runs: best' "$tmp/g.json" --repeat 3
 expect 0 'reserved' "$tmp/g.json" --stats
@@ -73,6 +77,8 @@ expect 2 'no graph'
 expect 2 'threads' "$tmp/g.json" --threads 0
 expect 2 'exclude' "$tmp/g.json" --safe --dynamic
 expect 2 'needs --dynamic' "$tmp/g.json" --malloc
+expect 2 '--learn needs --dynamic' "$tmp/g.json" --learn
+expect 2 '--learn needs --dynamic' "$tmp/g.json" --dynamic --malloc --learn
 expect 2 'unknown option' "$tmp/g.json" --frobnicate
 expect 2 'kernel must be' "$tmp/g.json" --kernel fast
 expect 2 'repeat' "$tmp/g.json" --repeat 0
