@@ -654,6 +654,8 @@ typedef struct lmru { uintptr_t region, lo; uint64_t len; const pchunk *c; } lmr
 #define LEARN_TRIES 6                      /* logs started over or plans dropped before learning stops */
 #define LEARN_MISSES 2
 #define LEARN_DECOMMIT (UINT64_C(16) << 10) /* freed blocks this large give their pages back while learning */
+#define LEARN_DECOMMIT_EV (UINT32_C(1) << 16) /* ... in a handle's first log, its first two segments,
+                                                  and its first this many events */
 
 typedef struct pev {                  /* one event of a plan */
     uintptr_t addr;                   /* its block */
@@ -686,6 +688,7 @@ typedef struct lseg {                 /* a segment of the log: from one moment w
 typedef struct lrec {                 /* a handle's recording (owner only) */
     uint64_t *code;                   /* the log: an allocation's rounded size, or a free's age << 1 | 1 */
     uint32_t n, cap, nal;             /* events, capacity, allocations */
+    uint32_t seen;                    /* events since the log started, logged or not (spoilt) */
     uint64_t h;                       /* hash of the open segment's events */
     lseg *seg;
     uint32_t nseg, cseg;
@@ -2288,27 +2291,34 @@ static inline bp_status local_dealloc_general(bp_pool_local *l, void *ptr, bp_er
 /* ------------------------------------------------------ learned sequences */
 
 /*
- * A handle of a pool made with options.learn watches its own calls.  A
- * *sequence* runs from a moment when none of the blocks it handed out is
- * live to the next such moment (one run of a model, one training step).
- * When two sequences in a row are the same (the same rounded sizes,
- * allocated and freed in the same order), the handle plans that sequence as
- * bufplan plans a graph: lifetimes in event order, bestfit offsets, and one
- * pool block of the plan's arena size (after giving back to the backend
- * what its own arena holds entirely free).  Later sequences are served from
- * the plan while every call matches it: an allocation takes the next
- * slot's address, a free must be the expected block.  A slot is handed out
- * only after every earlier call matched, so its bytes are free by
- * construction.  The first call that does not match leaves the plan for
- * the rest of that sequence (the pool serves it as usual, and planned
- * blocks still live are found by address when freed); when nothing is live
- * again the plan is tried again, and after LEARN_MISSES sequences in a row
- * that left it, it is dropped and learning starts over.  A handle records
- * or drops at most LEARN_TRIES sequences or plans that lead nowhere.
+ * A handle of a pool made with options.learn logs its own calls: an
+ * allocation as its size rounded to the quantum, a free as its block's age
+ * (allocations since it), so equal stretches of calls log equally.  A
+ * segment of the log ends whenever nothing it allocated is live.  At each
+ * segment's end, KMP's prefix function over the segments finds the log's
+ * period: when the last p segments repeat the p before them, they are the
+ * sequence (one run of a model, one training step), and the handle plans it
+ * as bufplan plans a graph: lifetimes in event order, bestfit offsets, one
+ * pool block of the plan's arena (after giving back to the backend what its
+ * own arena holds entirely free).  Later repetitions are served from the
+ * plan while every call matches it: an allocation takes the next slot's
+ * address when its size fits, a free must be of the expected block.  Every
+ * served event matched, so the program's lifetimes are the plan's and a
+ * slot's bytes are free when it is handed out.  The first call that does
+ * not match leaves the plan for the rest of that repetition (the pool
+ * serves it as usual; planned blocks still live are found by address when
+ * freed); when nothing is live again the plan is tried from its start, and
+ * after LEARN_MISSES repetitions in a row that left it, it is dropped and
+ * learning starts over.  A log starts over at a segment's end when it has
+ * no period after LEARN_MAX_EV / 2 events or saw a free of a block it did
+ * not record; after LEARN_TRIES of those (or of dropped plans), or a full
+ * log, learning stops.  While the first log records, the handle's blocks
+ * come from the lists at quantum size and freed ones give their pages back
+ * (learn_dealloc), so learning holds about what the sequence has live.
  *
- * Planned blocks may be freed anywhere else (another handle, the plain
- * API): such a free finds the plan in the pool's list under the global
- * lock, marks the slot free and counts it in `foreign`, which the owner
+ * Planned blocks may be freed anywhere (another handle, the plain API):
+ * such a free finds the plan in the pool's list under the global lock,
+ * marks the slot free and counts it in the owner's pfree, which the owner
  * compares at every planned call, so it leaves the plan.  A plan whose
  * handle is freed while some of its blocks live stays until the last one
  * is freed.  (ONNX Runtime's memory patterns do the same at its executor.)
@@ -2350,8 +2360,18 @@ static inline uint32_t learn_hash(uintptr_t a, uint32_t cap)
     return (uint32_t)((((uint64_t)a >> 8) * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (cap - 1);
 }
 
-static bool learn_hput(bp_pool *p, lrec *r, uintptr_t a, uint32_t v)
+/* a -> v; *had = 1 when a was there already (its value is replaced) */
+static bool learn_hput(bp_pool *p, lrec *r, uintptr_t a, uint32_t v, int *had)
 {
+    if (r->hcap) {
+        uint32_t h = learn_hash(a, r->hcap);
+        while (r->hk[h] && r->hk[h] != a) h = (h + 1) & (r->hcap - 1);
+        if (r->hk[h]) {
+            r->hv[h] = v;
+            *had = 1;
+            return true;
+        }
+    }
     if (2 * (r->hn + 1) > r->hcap) {
         uint32_t oc = r->hcap, nc = oc ? 2 * oc : 64;
         uintptr_t *k = bp__calloc(&p->alloc, nc, sizeof *k);
@@ -2404,18 +2424,19 @@ static uint32_t learn_hdel(lrec *r, uintptr_t a)
     return v;
 }
 
-static void learn_log(bp_pool *p, lrec *r, uint64_t code)
+/* Appends an event; false when the log is full (no moment with nothing
+ * live in LEARN_MAX_EV events: blocks it recorded are freed elsewhere, or
+ * the sequence is too long to learn) or memory for it cannot be had. */
+static bool learn_log(bp_pool *p, lrec *r, uint64_t code)
 {
-    if (r->spoilt) return;
+    if (++r->seen > LEARN_MAX_EV) return false;
+    if (r->spoilt) return true;
     void *c = r->code;
-    if (r->n >= LEARN_MAX_EV || !learn_grow(p, &c, &r->cap, r->n + 1, sizeof *r->code)) {
-        r->code = c;
-        r->spoilt = 1;
-        return;
-    }
+    if (!learn_grow(p, &c, &r->cap, r->n + 1, sizeof *r->code)) return false;
     r->code = c;
     r->code[r->n++] = code;
     r->h = (r->h ^ code) * UINT64_C(0x100000001B3);
+    return true;
 }
 
 /* Frees plan q's host memory and its block (no lock held; q is off the
@@ -2610,7 +2631,7 @@ static bool learn_seg_eq(const lrec *r, uint32_t a, uint32_t b)
 static void learn_log_reset(bp_pool_local *l)
 {
     lrec *r = l->rec;
-    r->n = r->nal = r->nseg = 0;
+    r->n = r->nal = r->nseg = r->seen = 0;
     r->h = 0;
     r->spoilt = 0;
     if (--l->tries <= 0) learn_off(l);
@@ -2651,11 +2672,14 @@ static void learn_note_alloc(bp_pool_local *l, uint64_t bytes, void *ptr)
 {
     bp_pool *p = l->pool;
     lrec *r = l->rec;
-    if (!learn_hput(p, r, (uintptr_t)ptr, r->nal)) { learn_off(l); return; }
-    r->live++;
+    int had = 0;
+    if (!learn_hput(p, r, (uintptr_t)ptr, r->nal, &had)) { learn_off(l); return; }
+    /* the block recorded at this address was freed elsewhere */
+    if (had) r->spoilt = 1;
+    else r->live++;
     r->nal++;
     uint64_t b = bytes ? bytes : 1;
-    learn_log(p, r, (b + p->quantum - 1) & ~(p->quantum - 1));
+    if (!learn_log(p, r, (b + p->quantum - 1) & ~(p->quantum - 1))) learn_off(l);
 }
 
 /* After ptr (not a planned block) was freed through the handle. */
@@ -2664,7 +2688,7 @@ static void learn_note_free(bp_pool_local *l, void *ptr)
     lrec *r = l->rec;
     uint32_t j = learn_hdel(r, (uintptr_t)ptr);
     if (j == UINT32_MAX) { r->spoilt = 1; return; } /* not allocated since the log started */
-    learn_log(l->pool, r, ((uint64_t)(r->nal - j) << 1) | 1);
+    if (!learn_log(l->pool, r, ((uint64_t)(r->nal - j) << 1) | 1)) { learn_off(l); return; }
     if (!--r->live) learn_seg_end(l);
 }
 
@@ -2822,11 +2846,13 @@ static __attribute__((noinline)) bp_status learn_dealloc(bp_pool_local *l, void 
      * made with nothing live); a bad pointer spoils the sequence */
     pblk *b = local_find(l, a);
     bp_pool *p = l->pool;
-    /* while a handle learns its first log, a freed block's pages go back
-     * to the OS before it goes back to the lists (after that another
-     * thread may use it); a log that started over does not, so a handle
-     * whose calls never repeat makes these calls for one log only */
+    /* while a handle learns (its first log: two segments, at most
+     * LEARN_DECOMMIT_EV events, so a handle whose calls never repeat or
+     * whose blocks are freed elsewhere stops soon), a freed block's pages go
+     * back to the OS before it goes back to the lists (after that another
+     * thread may use it) */
     if (b && p->vm && p->vm->decommit && b->size >= LEARN_DECOMMIT && l->tries == LEARN_TRIES &&
+        !l->rec->spoilt && l->rec->nseg < 2 && l->rec->seen < LEARN_DECOMMIT_EV &&
         atomic_load_explicit(&b->state, memory_order_relaxed) == BLK_USED &&
         p->vm->decommit(p->be.ctx, ptr, (size_t)b->size))
         atomic_fetch_add_explicit(&p->decommits, 1, memory_order_relaxed);

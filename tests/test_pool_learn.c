@@ -8,7 +8,8 @@
  * handle or the plain API, double and interior frees) and come back to it,
  * a plan dropped after two such runs in a row and learned again, a plan
  * whose handle is freed while some of its blocks live, sequences that never
- * repeat (learning stops), and learning off. */
+ * repeat (learning stops), a handle whose blocks are freed elsewhere (its
+ * OS calls stop), and learning off. */
 #define _DEFAULT_SOURCE
 #include "bufplan.h"
 #include "check.h"
@@ -419,6 +420,32 @@ static void test_no_repeat(void)
     bp_pool_free(p);
 }
 
+/* A handle whose blocks are sometimes freed elsewhere never sees its log
+ * come back to nothing live: it gives pages back for a bounded time only
+ * (no OS call after that), and works on. */
+static void test_freed_elsewhere(void)
+{
+    bp_error err = {0};
+    bp_pool *p = learn_pool(256, 1);
+    bp_pool_local *l = handle(p);
+    uint64_t calls_at = 0;
+    for (int i = 0; i < 150000; i++) {
+        void *a = NULL, *b = NULL;
+        CHECK_OK(bp_pool_local_alloc(l, 64 * KiB + (uint64_t)(i % 7) * 4096, &a, &err), err);
+        CHECK_OK(bp_pool_local_alloc(l, 40 * KiB, &b, &err), err);
+        CHECK_OK(bp_pool_local_dealloc(l, a, &err), err);
+        CHECK_OK(bp_pool_dealloc(p, b, &err), err);
+        if (i == 100000) calls_at = stats(p).os_calls;
+    }
+    bp_pool_stats s = stats(p);
+    CHECK_MSG(s.os_calls == calls_at, "OS calls went on: %" PRIu64 " after 100k rounds, %" PRIu64 " after 150k",
+              calls_at, s.os_calls);
+    CHECK(s.learned_plans == 0 && s.in_use_bytes == 0);
+    CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_local_free(l);
+    bp_pool_free(p);
+}
+
 int main(void)
 {
     test_repeat(256, 1);
@@ -428,5 +455,6 @@ int main(void)
     test_foreign();
     test_orphan();
     test_no_repeat();
+    test_freed_elsewhere();
     return check_status();
 }
