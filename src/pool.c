@@ -1565,6 +1565,19 @@ static uint32_t pool_lookup(const bp_pool *p, const void *ptr)
     return i && BADDR(D(p, i)) == a ? i : 0;
 }
 
+/* A block of exactly sz (class c) for arena a: its lists (and the shared
+ * arena's), else merging, borrowing or growth; no cache is involved.  *i
+ * its descriptor. */
+static bp_status pool_alloc_uncached(bp_pool *p, parena *a, uint64_t bytes, uint64_t sz, int c, uint32_t *i,
+                                     bp_error *err)
+{
+    void *ptr = NULL;
+    if ((*i = pool_alloc_lists(p, a, sz, c))) return BP_OK;
+    bp_status s = pool_alloc_slow(p, a, NULL, bytes, sz, c, &ptr, err);
+    if (!s) *i = pool_lookup(p, ptr);
+    return s;
+}
+
 /* One more dealloc towards arena a's next merge pass. */
 static void pool_count_dealloc(bp_pool *p, parena *a)
 {
@@ -2580,13 +2593,10 @@ static bool learn_plan(bp_pool_local *l, uint32_t e0, uint32_t n)
     local_flush(l);
     (void)pool_trim(p, l->arena);
     /* the exact size, not a cache class: it is never cached */
-    void *blk = NULL;
     uint64_t sz = q->span + p->quantum;
-    int cl = pool_class(sz);
-    uint32_t i = pool_alloc_lists(p, l->arena, sz, cl);
-    if (i) blk = (void *)BADDR(D(p, i));
-    else if (pool_alloc_slow(p, l->arena, NULL, sz, sz, cl, &blk, NULL) != BP_OK) goto fail;
-    q->block = (uintptr_t)blk;
+    uint32_t i;
+    if (pool_alloc_uncached(p, l->arena, sz, sz, pool_class(sz), &i, NULL) != BP_OK) goto fail;
+    q->block = BADDR(D(p, i));
     q->base = q->block + p->quantum;
     for (uint32_t k = 0; k < m; k++) {
         uint32_t j = ev[k] >> 1;
@@ -2771,14 +2781,13 @@ static void learn_release(bp_pool_local *l)
     ppat *q = l->pat;
     if (!q) return;
     if (l->on) learn_leave(l); /* counts its live blocks */
-    l->pat = NULL;
     pthread_mutex_lock(&p->global);
-    uint64_t f = atomic_load_explicit(&l->pfree, memory_order_acquire);
-    q->live -= f - l->fseen;
+    learn_sync(l); /* under the lock: no foreign free counts after it */
     bool dead = !q->live;
     if (dead) learn_pat_unlink(p, q);
     else q->owner = NULL;
     pthread_mutex_unlock(&p->global);
+    l->pat = NULL;
     if (dead) learn_pat_destroy(p, q);
 }
 
@@ -2816,14 +2825,9 @@ static bp_status learn_alloc_lists(bp_pool_local *l, uint64_t bytes, void **ptr,
     if (req > UINT64_MAX - p->quantum) return local_alloc_general(l, bytes, ptr, err);
     if (l->bytes) local_flush(l);
     uint64_t sz = (req + p->quantum - 1) & ~(p->quantum - 1);
-    int c = pool_class(sz);
-    uint32_t i = pool_alloc_lists(p, l->arena, sz, c);
-    if (!i) {
-        bp_status s = pool_alloc_slow(p, l->arena, NULL, bytes, sz, c, ptr, err);
-        if (s) return s;
-        i = local_lookup(l, (uintptr_t)*ptr);
-    }
-    return local_hand_out(l, i, ptr);
+    uint32_t i;
+    bp_status s = pool_alloc_uncached(p, l->arena, bytes, sz, pool_class(sz), &i, err);
+    return s ? s : local_hand_out(l, i, ptr);
 }
 
 /* Not the plan's next allocation (or recording). */
