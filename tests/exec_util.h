@@ -59,8 +59,33 @@ static inline int eu_cases(eu_case *c, int cap)
     return n;
 }
 
-/* Runs g with digest kernels in the given mode and returns the executor
+/* Case c's graph, or NULL after a failed check. */
+static inline bp_graph *eu_gen(const eu_case *c)
+{
+    bp_graph *g = NULL;
+    bp_error e;
+    if (bp_gen(c->kind, &c->o, NULL, &g, &e)) { CHECK_MSG(0, "gen %s: %s", c->kind, e.msg); return NULL; }
+    return g;
+}
+
+/* Runs g once with digest kernels and options o and returns the executor
  * (caller frees), or NULL after reporting. */
+static inline bp_exec *eu_run_opts(const bp_graph *g, const bp_plan *p, const bp_exec_options *o)
+{
+    bp_exec *ex = NULL;
+    bp_error e;
+    bp_status s = bp_exec_new(g, p, o, &ex, &e);
+    CHECK_MSG(s == BP_OK, "%s: exec_new %s x%d: %s", bp_graph_name(g), bp_exec_mode_name(o->mode), o->threads, e.msg);
+    if (s) return NULL;
+    bp_exec_set_kernel(ex, bp_digest_kernel, NULL);
+    CHECK_OK(bp_digest_fill_inputs(ex, 11, &e), e);
+    s = bp_exec_run(ex, NULL, &e);
+    CHECK_MSG(s == BP_OK, "%s: run %s x%d: %s", bp_graph_name(g), bp_exec_mode_name(o->mode), o->threads, e.msg);
+    if (s) { bp_exec_free(ex); return NULL; }
+    return ex;
+}
+
+/* eu_run_opts in the given mode. */
 static inline bp_exec *eu_run(const bp_graph *g, const bp_plan *p, bp_exec_mode mode, int threads, int malloc_mode,
                               int history)
 {
@@ -70,17 +95,7 @@ static inline bp_exec *eu_run(const bp_graph *g, const bp_plan *p, bp_exec_mode 
     o.threads = threads;
     o.dynamic_malloc = malloc_mode;
     o.history = history;
-    bp_exec *ex = NULL;
-    bp_error e;
-    bp_status s = bp_exec_new(g, p, &o, &ex, &e);
-    CHECK_MSG(s == BP_OK, "%s: exec_new %s x%d: %s", bp_graph_name(g), bp_exec_mode_name(mode), threads, e.msg);
-    if (s) return NULL;
-    bp_exec_set_kernel(ex, bp_digest_kernel, NULL);
-    CHECK_OK(bp_digest_fill_inputs(ex, 11, &e), e);
-    s = bp_exec_run(ex, NULL, &e);
-    CHECK_MSG(s == BP_OK, "%s: run %s x%d: %s", bp_graph_name(g), bp_exec_mode_name(mode), threads, e.msg);
-    if (s) { bp_exec_free(ex); return NULL; }
-    return ex;
+    return eu_run_opts(g, p, &o);
 }
 
 /* Number of graph outputs whose bytes differ between two executors. */

@@ -30,11 +30,10 @@ static void test_generated(void)
         {BP_ASSIGN_BESTFIT, 0, 0}, {BP_ASSIGN_NAIVE, 0, 0}, {BP_ASSIGN_COLOR, 0, 0},
         {BP_ASSIGN_BESTFIT, 1, 0}, {BP_ASSIGN_BESTFIT, 0, 1}};
     for (int i = 0; i < n; i++) {
-        bp_graph *g = NULL;
+        bp_graph *g = eu_gen(&cs[i]);
+        if (!g) continue;
         bp_error e;
-        bp_status s = bp_gen(cs[i].kind, &cs[i].o, NULL, &g, &e);
-        CHECK_MSG(s == BP_OK, "gen %s: %s", cs[i].kind, e.msg);
-        if (s) continue;
+        bp_status s;
         char gname[64];
         snprintf(gname, sizeof gname, "%s%s", cs[i].kind, cs[i].o.training ? "-training" : "");
         bp_exec *safe = eu_run(g, NULL, BP_EXEC_SAFE, 1, 0, 0);
@@ -345,11 +344,9 @@ static void test_dynamic_learn(void)
     eu_case cs[16];
     int n = eu_cases(cs, 16);
     for (int i = 0; i < n; i++) {
-        bp_graph *g = NULL;
-        bp_error e;
-        bp_status s = bp_gen(cs[i].kind, &cs[i].o, NULL, &g, &e);
-        CHECK_MSG(s == BP_OK, "gen %s: %s", cs[i].kind, e.msg);
-        if (s) continue;
+        bp_graph *g = eu_gen(&cs[i]);
+        if (!g) continue;
+        const char *tr = cs[i].o.training ? "-training" : "";
         bp_exec *safe = eu_run(g, NULL, BP_EXEC_SAFE, 1, 0, 0);
         bp_pool_options po;
         bp_pool_options_init(&po);
@@ -358,21 +355,18 @@ static void test_dynamic_learn(void)
         bp_exec_options_init(&o);
         o.mode = BP_EXEC_DYNAMIC;
         o.pool = &po;
-        bp_exec *ex = NULL;
-        CHECK_OK(bp_exec_new(g, NULL, &o, &ex, &e), e);
+        bp_exec *ex = eu_run_opts(g, NULL, &o); /* run 1 */
         if (ex && safe) {
-            bp_exec_set_kernel(ex, bp_digest_kernel, NULL);
-            CHECK_OK(bp_digest_fill_inputs(ex, 11, &e), e);
+            bp_error e;
             for (int r = 0; r < 5; r++) {
-                CHECK_OK(bp_exec_run(ex, NULL, &e), e);
+                if (r) CHECK_OK(bp_exec_run(ex, NULL, &e), e);
                 CHECK_MSG(eu_diff_outputs(g, ex, safe) == 0, "%s%s: learning run %d differs from safe", cs[i].kind,
-                          cs[i].o.training ? "-training" : "", r + 1);
+                          tr, r + 1);
             }
             bp_pool_stats ps;
             bp_pool_get_stats(bp_exec_pool(ex), &ps);
             CHECK_MSG(ps.learned_plans == 1 && ps.learned_allocs > 0, "%s%s: %llu plans, %llu allocations from them",
-                      cs[i].kind, cs[i].o.training ? "-training" : "", (unsigned long long)ps.learned_plans,
-                      (unsigned long long)ps.learned_allocs);
+                      cs[i].kind, tr, (unsigned long long)ps.learned_plans, (unsigned long long)ps.learned_allocs);
         }
         bp_exec_free(ex);
         bp_exec_free(safe);

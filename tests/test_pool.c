@@ -8,6 +8,7 @@
 #include "bufplan.h"
 #include "check.h"
 #include "pool_internal.h"
+#include "pool_shadow.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -159,28 +160,6 @@ static void cnt_free(void *c, void *p, size_t n) { if (p) ((count_ctx *)c)->live
 /* ---------------------------------------------------------- shadow model */
 
 typedef struct { unsigned char *p; uint64_t req, size; unsigned tag; } live_t;
-
-static unsigned char pat(unsigned tag, uint64_t i) { return (unsigned char)(tag * 31u + i * 7u + (i >> 8)); }
-
-static void fill(unsigned char *p, uint64_t n, unsigned tag)
-{
-    /* head, tail and the middle: enough to catch overlap and stray writes
-     * without touching every page of large blocks */
-    uint64_t k = n < 128 ? n : 128;
-    for (uint64_t i = 0; i < k; i++) p[i] = pat(tag, i);
-    for (uint64_t i = n - k; i < n; i++) p[i] = pat(tag, i);
-    p[n / 2] = pat(tag, n / 2);
-}
-
-static int intact(const unsigned char *p, uint64_t n, unsigned tag)
-{
-    uint64_t k = n < 128 ? n : 128;
-    for (uint64_t i = 0; i < k; i++)
-        if (p[i] != pat(tag, i)) return 0;
-    for (uint64_t i = n - k; i < n; i++)
-        if (p[i] != pat(tag, i)) return 0;
-    return p[n / 2] == pat(tag, n / 2);
-}
 
 static uint64_t rand_size(unsigned long long *s)
 {

@@ -14,6 +14,7 @@
 #include "bufplan.h"
 #include "check.h"
 #include "pool_internal.h"
+#include "pool_shadow.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -45,25 +46,6 @@ static int make_seq(sev *ev, int n, unsigned long long seed)
     }
     while (nl > 0) ev[m++] = (sev){0, live[--nl], 0};
     return m;
-}
-
-static unsigned char pat(unsigned tag, uint64_t i) { return (unsigned char)(tag * 31u + i * 7u + (i >> 8)); }
-
-static void fill(unsigned char *p, uint64_t n, unsigned tag)
-{
-    uint64_t k = n < 96 ? n : 96;
-    for (uint64_t i = 0; i < k; i++) p[i] = pat(tag, i);
-    for (uint64_t i = n - k; i < n; i++) p[i] = pat(tag, i);
-}
-
-static int intact(const unsigned char *p, uint64_t n, unsigned tag)
-{
-    uint64_t k = n < 96 ? n : 96;
-    for (uint64_t i = 0; i < k; i++)
-        if (p[i] != pat(tag, i)) return 0;
-    for (uint64_t i = n - k; i < n; i++)
-        if (p[i] != pat(tag, i)) return 0;
-    return 1;
 }
 
 /* How a run departs from its sequence (event numbers; -1 = never). */
@@ -136,6 +118,14 @@ static bp_pool_stats stats(bp_pool *p)
     bp_pool_stats s;
     bp_pool_get_stats(p, &s);
     return s;
+}
+
+/* ev run twice through l: the handle has planned it. */
+static void learn_twice(bp_pool *p, bp_pool_local *l, shadow *sh, const sev *ev, int m)
+{
+    run(p, l, sh, ev, m, NODEV);
+    run(p, l, sh, ev, m, NODEV);
+    REQUIRE(stats(p).learned_plans == 1);
 }
 
 static bp_pool *learn_pool(uint64_t alignment, int learn)
@@ -245,9 +235,7 @@ static void test_deviate(void)
     bp_pool *p = learn_pool(256, 1);
     bp_pool_local *l = handle(p);
     shadow sh = {.quantum = 256};
-    run(p, l, &sh, ev, m, NODEV);
-    run(p, l, &sh, ev, m, NODEV);
-    REQUIRE(stats(p).learned_plans == 1);
+    learn_twice(p, l, &sh, ev, m);
     uint64_t served = stats(p).learned_allocs;
     /* a larger request halfway: the rest comes from the pool; the planned
      * blocks still live stay where they are */
@@ -296,9 +284,7 @@ static void test_foreign(void)
     bp_pool *p = learn_pool(256, 1);
     bp_pool_local *l = handle(p), *l2 = handle(p);
     shadow sh = {.quantum = 256};
-    run(p, l, &sh, ev, m, NODEV);
-    run(p, l, &sh, ev, m, NODEV);
-    REQUIRE(stats(p).learned_plans == 1);
+    learn_twice(p, l, &sh, ev, m);
     /* stop halfway, before a free: planned blocks are live, and the plan's
      * next event is that block's free */
     dev_t_ d = NODEV;
@@ -365,8 +351,7 @@ static void test_orphan(void)
         bp_pool *p = learn_pool(256, 1);
         bp_pool_local *l = handle(p);
         shadow sh = {.quantum = 256};
-        run(p, l, &sh, ev, m, NODEV);
-        run(p, l, &sh, ev, m, NODEV);
+        learn_twice(p, l, &sh, ev, m);
         dev_t_ d = NODEV;
         d.stop_at = m / 2;
         run(p, l, &sh, ev, m, d);
