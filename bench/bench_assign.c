@@ -20,7 +20,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bufplan.h"
-#include "assign_internal.h"
+#include "assign/assign_internal.h"
 
 #include <dirent.h>
 #include <stdio.h>

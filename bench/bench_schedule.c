@@ -18,8 +18,8 @@
  */
 #include <bufplan.h>
 #include "bufplan_sched.h"
-#include "internal.h" /* the graph's symbol names, to bind them */
-#include "schedule_internal.h" /* orders: the schedulers alone */
+#include "core/internal.h" /* the graph's symbol names, to bind them */
+#include "schedule/schedule_internal.h" /* orders: the schedulers alone */
 
 #include <dirent.h>
 #include <stdio.h>

@@ -22,8 +22,8 @@ seed=${BP_FUZZ_SEED:-1}
 build=${BP_FUZZ_BUILD:-$root/build-fuzz}
 data=${BP_DATA:-$root/../shared/data}
 all=(fuzz_graph_json fuzz_onnx fuzz_csv fuzz_plan fuzz_random_graph)
-[ -f "$root/src/plan_cache.c" ] && [ -f "$root/fuzz/fuzz_plan_cache.c" ] && all+=(fuzz_plan_cache)
-[ -f "$root/src/config.c" ] && [ -f "$root/fuzz/fuzz_config.c" ] && all+=(fuzz_config)
+[ -f "$root/src/plan/plan_cache.c" ] && [ -f "$root/fuzz/fuzz_plan_cache.c" ] && all+=(fuzz_plan_cache)
+[ -f "$root/src/plan/config.c" ] && [ -f "$root/fuzz/fuzz_config.c" ] && all+=(fuzz_config)
 harnesses=("${@:-${all[@]}}")
 
 command -v clang >/dev/null || { echo "fuzz/run.sh: clang is needed (apt-get install clang libclang-rt-14-dev)"; exit 2; }

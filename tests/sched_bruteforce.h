@@ -4,7 +4,7 @@
 #ifndef BP_SCHED_BRUTEFORCE_H
 #define BP_SCHED_BRUTEFORCE_H
 
-#include "schedule_internal.h"
+#include "schedule/schedule_internal.h"
 
 #define SCHED_BF_MAX 16
 

@@ -4,7 +4,7 @@
 # in dynamic mode on one and two workers, and with a learning pool.  For each path the
 # allocations are counted (BP_FAULT_ALLOC=0), then the command runs once for
 # every n with the n-th allocation failing (library, protobuf-c and jansson
-# allocations; src/fault.c).  Each run must end cleanly: exit 0, or exit 2
+# allocations; src/core/fault.c).  Each run must end cleanly: exit 0, or exit 2
 # with a message; no sanitizer report (ASan, UBSan, LeakSanitizer); and with
 # a non-zero exit, no output file and no temp file left behind.
 # Needs a build with -DBP_FAULT_INJECTION (the sanitizer test build); skipped

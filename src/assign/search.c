@@ -1,0 +1,1833 @@
+/*
+ * assign_search.c — exact anytime search for the smallest arena.
+ *
+ * The incumbent is bestfit's result, then (kept only when smaller)
+ * bestfit's quality mode: every order, and the canonical greedy with
+ * squeaky-wheel passes on a larger deterministic work budget, cut short
+ * only at a tenth of the time limit.  Above 200,000 intervals that
+ * incumbent phase is the whole answer.
+ *
+ * The search answers decision questions "does everything fit under
+ * capacity C?" by depth-first search over canonical packings, the ideas of
+ * MiniMalloc (Moffitt, ASPLOS 2023):
+ *
+ *  - Offsets are assigned in nondecreasing order (ties by a static preorder),
+ *    each buffer at its floor: the highest end of the placed buffers that
+ *    overlap it in time (aligned).  Some optimal packing is reached this way:
+ *    take one with the least sum of offsets and replay it by offset.
+ *  - Dominance: a buffer is not placed at or above the lowest ceiling
+ *    (floor + size) of another unplaced buffer; that one would fit entirely
+ *    below, and moving it down lowers the sum of offsets.
+ *  - Cross-section bound: in every time section, the unplaced sizes stack
+ *    above max(floor of the section, current offset); more than C prunes.
+ *    The lowest floor among a section's unplaced buffers raises its base.
+ *    A node lists no candidate above C - (largest unplaced section total):
+ *    each would fail the bound once placed (10x fewer placements tried on
+ *    G); the lowest-floor check tries first the buffer that passed last.
+ *  - Hatless pruning: when nothing unplaced overlaps the buffer just placed
+ *    and its subtree fails, its siblings fail too.
+ *  - Decomposition: where no buffer crosses a time point the problem splits
+ *    into independent parts, each solved (and bounded) on its own; during
+ *    the search, a split appears when the last unplaced buffer crossing a
+ *    time point is placed, and the sides are solved one after the other.
+ *  - Round robin over static preorders with doubling node limits; a run that
+ *    exhausts its tree proves infeasibility whatever the order.  The ranks
+ *    that break ties between equal floors come from MiniMalloc's keys (T =
+ *    largest section total a buffer lives in, A = area, W = length, C =
+ *    sections spanned).  A sub-part re-ranks its buffers with the totals
+ *    still unplaced when it splits off, as MiniMalloc does: with the static
+ *    totals, instance I stayed 3-6% above its bound after 10 s; re-ranked, TWA
+ *    packs it at the bound in under 2,000 nodes.
+ *
+ * Minimisation probes capacities between the proven lower bound and the
+ * incumbent (the lower bound itself, the midpoint, just below the incumbent).
+ * A found packing lowers the incumbent; an exhausted tree raises the bound
+ * (to C + g, g = gcd of sizes and alignments: every canonical height is a
+ * multiple of g).  Decisions depend on node counts only, so results are
+ * deterministic; the wall clock only stops the search.  With a node budget
+ * (bp__assign_search_ex) the incumbent phase runs on its work budgets
+ * alone, so the whole result is a function of the input and the budget.
+ *
+ * A node costs O(unplaced buffers + what the placement touches), not
+ * O(buffers + sections): each node's list keeps its unplaced buffers first
+ * (a placed one is swapped to the end of the prefix, pos[] finds it); the
+ * largest section total is the parent's unless its placement touched the
+ * section holding it; a dead buffer shows when a placement raises it.  The section check runs before placing (most
+ * placements fail it): on b's sections, then only on the one run of
+ * sections holding a buffer b raises, skipping those whose bytes fit above
+ * the raised floor; the placed part of the path keeps every other section
+ * valid (sr_sections_ok_inc), and debug builds compare each answer with the
+ * full check.  Up to 4,096 buffers, overlaps, section members and the
+ * unplaced set are bitsets.  None of this changes a decision: node counts
+ * and packings are those of the plain rescans (bench_assign --nodes).
+ *
+ * Most nodes are entered right after their parent's placement and
+ * inherit from it: the candidates (the parent's untried ones whose floor
+ * did not move, plus the buffers the placement raised; a full pass only
+ * when the floor limit grew) and the lowest ceiling (the lowest of the
+ * SR_MK kept, while not above a bound on all others).  Candidates are
+ * taken lazily: a scan for the first, a heap after.  Without alignment the
+ * section that failed last is tested before the scan for the raised run
+ * (s is in it iff it holds a buffer b raises), and that scan's list of
+ * raised buffers is what sr_place raises.  For bestfit's short probes
+ * (bp__assign_search_probe, a few thousand nodes) the fixed costs matter
+ * too: up to 4,096 buffers the overlaps go straight into the bitset rows,
+ * the candidate stack is sized for one dive up front, a static order is
+ * ranked at its first use, and sub-parts re-rank with packed integer keys
+ * (used as the ranks themselves when they fit 32 bits).  All together, on
+ * 2,000-node probes at max-live (MiniMalloc D, G, I, J, K), 1.5-1.8x fewer
+ * instructions a node and about 2x less setup than before.
+ *
+ * The depth-first search runs on an explicit stack of frames grown with the
+ * caller's allocator (sr_search): its depth is the number of buffers placed
+ * plus the splits on the way, which the input controls, so it never recurses
+ * on the C stack.  All working memory comes from bp_assign_options.alloc.
+ *
+ * Pre-placed (fixed-offset) intervals are obstacles: a buffer's floor is the
+ * lowest aligned offset at or above the placed buffers under it that misses
+ * every obstacle (a buffer resting on an obstacle cannot move down either,
+ * so the canonical and dominance arguments still hold), the cross-section
+ * bound adds the obstacle bytes above the section's base, and the grid g
+ * includes the obstacles' offsets and sizes.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "assign/assign_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { SR_FOUND, SR_INFEASIBLE, SR_ABORTED, SR_TIMEOUT };
+
+/* Up to this many buffers, overlaps and the unplaced set are also kept as
+ * bitsets (k^2 / 8 bytes: 2 MiB here): a placement visits only the unplaced
+ * buffers it overlaps, a word at a time. */
+#define SR_BITSET_MAX 4096u
+
+typedef struct sr_part {
+    uint32_t s0, s1;        /* sections [s0, s1) */
+    uint32_t b0, b1;        /* buffers part_buf[b0..b1) */
+    uint64_t best;          /* height of the part's best packing */
+    uint64_t lo;            /* every capacity < lo is infeasible */
+} sr_part;
+
+typedef struct sr_ctx {
+    /* problem (k buffers with size > 0) */
+    uint32_t k;
+    uint32_t *orig;         /* k: index in the caller's array */
+    uint64_t *size, *align; /* k */
+    uint32_t *slo, *shi;    /* k: sections [slo, shi) */
+    uint32_t *ov_off, *ov;  /* CSR: buffers overlapping in time */
+    uint32_t n_sec;
+    uint64_t *sec_total0;   /* n_sec: sum of sizes live in the section */
+    uint32_t n_parts;
+    sr_part *parts;
+    uint32_t *part_buf;     /* k: buffers grouped by part */
+    uint64_t g;
+    /* pre-placed buffers (obstacles): nf of them, ids k..k+nf-1 in slo/shi */
+    uint32_t nf, nt;              /* nt = k + nf */
+    uint64_t *fxo, *fxe;          /* nf: offset, end */
+    uint64_t ftop;                /* highest obstacle end */
+    uint32_t *fx_off, *fx;        /* CSR: obstacles overlapping each free buffer */
+    uint32_t *sfx_off, *sfx;      /* CSR: obstacles live in each section */
+    /* static preorders */
+    int n_heur;
+    uint32_t *pre;          /* n_heur * k: rank of buffer b in heuristic h */
+    bool pre_done[4];       /* pre of heuristic h is ranked */
+    uint64_t *len;          /* k: lifetime length (upper - lower) */
+    uint32_t *wrank;        /* k: working ranks (sub-parts re-rank theirs) */
+    bp__prio_key *keys, *keys2;  /* k each: scratch for re-ranking */
+#ifndef NDEBUG
+    uint32_t *dbg_w;        /* 2k: scratch for the debug builds' cross-checks */
+#endif
+    /* sub-part re-ranking with compact keys (allocated at the first split
+     * of each heuristic, see sr_rank_sub): ranks by the static keys */
+    uint32_t *sk[4];        /* k each: h >= 1: rank by (2nd, 3rd key, b); h = 0: (W, A) group */
+    uint64_t *pk;           /* k: packed keys (scratch) */
+    uint64_t tmax;          /* largest section total */
+    unsigned bb, bt;        /* bits of k - 1 and of tmax */
+    bool packs[4];          /* the keys of heuristic h fit in 64 bits */
+    int h;                  /* current heuristic */
+    /* search state */
+    uint64_t *off;          /* k: offset or UINT64_MAX */
+    uint64_t *minoff;       /* k */
+    uint64_t *floor_;       /* n_sec */
+    uint64_t *total;        /* n_sec: unplaced sizes */
+    uint64_t *sol;          /* k: packing being recorded by the search */
+    uint64_t *best;         /* k: best packing found (per part) */
+    int32_t *cross;         /* n_sec + 1: unplaced buffers crossing boundary s-1|s */
+    int32_t *cross0;
+    uint32_t *sec_off, *sec_buf;  /* CSR: buffers live in each section (NULL if too big) */
+    size_t n_sec_buf, n_ov, n_fx, n_sfx;  /* entries allocated in sec_buf, ov, fx, sfx */
+    uint32_t *stamp, stamp_now;
+    uint32_t *wit;          /* n_sec: a buffer that last passed sr_sec_scan */
+    uint32_t *pos;          /* k: index of b in the buffer list its node walks */
+    /* bitsets (k <= SR_BITSET_MAX): overlaps of each buffer, unplaced ones */
+    uint32_t W;             /* 64-bit words per row */
+    uint64_t *ovb;          /* k * W */
+    uint64_t *unpl;         /* W */
+    uint64_t *secb;         /* n_sec * W: buffers live in each section */
+    /* what the last sr_place raised: sections [rlo, rhi) cover b's and the
+     * raised buffers'; rmax = highest floor it set */
+    uint32_t rlo, rhi;
+    uint64_t rmax;
+    bool rdead;             /* ... and raised a ceiling above cap */
+    uint32_t lastfail;      /* the section that failed sr_predict last */
+    uint32_t *rl, rl_n;     /* k: the buffers sr_predict's scan found b raises */
+    uint32_t rl_b;          /* ... for buffer rl_b (UINT32_MAX: none) at height rl_h */
+    uint64_t rl_h;
+    bool aligned;           /* some buffer has an alignment > 1 */
+    uint32_t *lists; size_t lists_n, lists_cap;  /* stack of sub-part buffer lists */
+    /* trail for undo */
+    struct { uint32_t b; uint64_t v; } *tr; size_t tr_n, tr_cap;
+    struct { uint32_t s; uint64_t v; } *ts; size_t ts_n, ts_cap;
+    /* candidates, a stack of per-depth slices */
+    struct sr_cand *cand; size_t cand_n, cand_cap;
+    /* the search's frames (an explicit stack, see sr_search) */
+    struct sr_frame *fr; size_t fr_n, fr_cap;
+    const bp_allocator *a;  /* everything above is allocated with it */
+    /* limits */
+    uint64_t cap;           /* capacity of the current decision */
+    uint32_t *rank;         /* current preorder (= wrank) */
+    int64_t nodes_left;
+    uint64_t nodes, max_nodes;  /* nodes entered; the budget over all probes */
+    double t0, deadline;
+    bool timed_out, oom;
+    /* progress */
+    bool progress;
+    double last_print;
+    int printed;
+    uint64_t show_lb, show_ub;
+} sr_ctx;
+
+static bool sr_time_up(sr_ctx *c)
+{
+    if (c->timed_out) return true;
+    if ((c->nodes & 1023) == 0) {
+        double now = bp__now();
+        if (c->deadline > 0 && now >= c->deadline) { c->timed_out = true; return true; }
+        if (c->progress && now - c->t0 > 1.0 && now - c->last_print > 0.25) {
+            fprintf(stderr, "\rsearch: arena %llu, lower bound %llu, %llu nodes, %.1f s   ",
+                    (unsigned long long)c->show_ub, (unsigned long long)c->show_lb,
+                    (unsigned long long)c->nodes, now - c->t0);
+            c->last_print = now;
+            c->printed = 1;
+        }
+    }
+    return false;
+}
+
+static uint64_t sr_gcd(uint64_t a, uint64_t b)
+{
+    while (b) { uint64_t t = a % b; a = b; b = t; }
+    return a;
+}
+
+/* Keys of buffer b under heuristic h (MiniMalloc's letters, all
+ * descending): T = largest unplaced total of a section it lives in (from
+ * `tot`), C = sections spanned, A = area, W = length. */
+static bp__prio_key sr_key_of(const struct sr_ctx *c, uint32_t b, int h, const uint64_t *tot);
+
+/* Ranks list[0..cnt) by heuristic c->h with section totals `tot` into
+ * c->wrank (0 .. cnt-1). */
+static void sr_rank_list(struct sr_ctx *c, const uint32_t *list, uint32_t cnt, const uint64_t *tot);
+
+/* Candidate order within a node: (minoff, rank). */
+typedef struct sr_cand { uint64_t off; uint32_t rank, b; } sr_cand;
+
+static inline bool sr_cand_lt(const sr_cand *a, const sr_cand *b)
+{
+    return a->off < b->off || (a->off == b->off && a->rank < b->rank);
+}
+
+/* An in-place sort of T by LT (a strict order with no ties, so any sort
+ * gives the same order as qsort would): insertion sort up to SMALL
+ * elements, else heap sort, the comparison inlined (qsort's indirect calls
+ * cost up to 8x more on these hot paths). */
+#define SR_DEFINE_SORT(NAME, T, LT, SMALL)                                    \
+    static void NAME##_sift(T *a, size_t i, size_t n)                         \
+    {                                                                         \
+        T v = a[i];                                                           \
+        for (;;) {                                                            \
+            size_t j = 2 * i + 1;                                             \
+            if (j >= n) break;                                                \
+            if (j + 1 < n && LT(&a[j], &a[j + 1])) j++;                       \
+            if (!LT(&v, &a[j])) break;                                        \
+            a[i] = a[j];                                                      \
+            i = j;                                                            \
+        }                                                                     \
+        a[i] = v;                                                             \
+    }                                                                         \
+    static void NAME(T *a, size_t n)                                          \
+    {                                                                         \
+        if (n > (SMALL)) {                                                    \
+            for (size_t i = n / 2; i-- > 0;) NAME##_sift(a, i, n);            \
+            for (size_t m = n - 1; m > 0; m--) {                              \
+                T t = a[0]; a[0] = a[m]; a[m] = t;                            \
+                NAME##_sift(a, 0, m);                                         \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        for (size_t i = 1; i < n; i++) {                                      \
+            T v = a[i];                                                       \
+            size_t j = i;                                                     \
+            while (j > 0 && LT(&v, &a[j - 1])) { a[j] = a[j - 1]; j--; }      \
+            a[j] = v;                                                         \
+        }                                                                     \
+    }
+
+/* A node's candidates are tried in (offset, rank) order, but most nodes
+ * try only one or two before a child succeeds or the node is cut off: the
+ * first is found by a plain scan, the rest kept as a min-heap (built in
+ * O(nc) at the second), and each next one is moved on demand to the end of
+ * the slice, so candidate i sits at base + nc - 1 - i.  Keys are distinct
+ * (ranks are), so the order is that of a full sort. */
+static void sr_cand_sift(sr_cand *a, size_t i, size_t n)
+{
+    sr_cand v = a[i];
+    for (;;) {
+        size_t j = 2 * i + 1;
+        if (j >= n) break;
+        if (j + 1 < n && sr_cand_lt(&a[j + 1], &a[j])) j++;
+        if (!sr_cand_lt(&a[j], &v)) break;
+        a[i] = a[j];
+        i = j;
+    }
+    a[i] = v;
+}
+
+static void sr_cand_heapify(sr_cand *a, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;) sr_cand_sift(a, i, n);
+}
+
+/* Pops the smallest of the heap a[0..m) to a[m - 1]. */
+static inline void sr_cand_pop(sr_cand *a, size_t m)
+{
+    if (m < 2) return;
+    sr_cand t = a[0]; a[0] = a[m - 1]; a[m - 1] = t;
+    sr_cand_sift(a, 0, m - 1);
+}
+
+/* Lowest aligned offset >= o where b misses every obstacle. */
+static uint64_t sr_adjust(const sr_ctx *c, uint32_t b, uint64_t o)
+{
+    if (!c->nf) return o;
+    bool moved = true;
+    while (moved) {
+        moved = false;
+        for (uint32_t e = c->fx_off[b]; e < c->fx_off[b + 1]; e++) {
+            uint32_t f = c->fx[e];
+            if (o < c->fxe[f] && c->fxo[f] < o + c->size[b]) { o = bp__align_up(c->fxe[f], c->align[b]); moved = true; }
+        }
+    }
+    return o;
+}
+
+/* Obstacle bytes at or above `from` in section s. */
+static uint64_t sr_fixed_above(const sr_ctx *c, uint32_t s, uint64_t from)
+{
+    uint64_t t = 0;
+    for (uint32_t e = c->sfx_off[s]; e < c->sfx_off[s + 1]; e++) {
+        uint32_t f = c->sfx[e];
+        if (c->fxe[f] > from) t += c->fxe[f] - (c->fxo[f] > from ? c->fxo[f] : from);
+    }
+    return t;
+}
+
+static bp__prio_key sr_key_of(const sr_ctx *c, uint32_t b, int h, const uint64_t *tot)
+{
+    uint64_t T = 0;
+    if (tot) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) if (tot[s] > T) T = tot[s];
+    uint64_t C = c->shi[b] - c->slo[b], len = c->len[b];
+    uint64_t A = c->size[b] * len;
+    if (len && A / len != c->size[b]) A = UINT64_MAX;
+    bp__prio_key k;
+    k.b = b;
+    switch (h) {
+    case 0: k.k1 = len; k.k2 = A; k.k3 = T; break;    /* WAT */
+    case 1: k.k1 = T; k.k2 = A; k.k3 = len; break;    /* TAW */
+    case 2: k.k1 = T; k.k2 = len; k.k3 = A; break;    /* TWA */
+    default: k.k1 = T; k.k2 = C; k.k3 = A; break;     /* TCA */
+    }
+    return k;
+}
+
+static inline bool sr_key_lt(const bp__prio_key *x, const bp__prio_key *y)
+{
+    return bp__prio_key_cmp(x, y) < 0;
+}
+
+/* keys (the buffer index breaks ties): re-ranking split-off parts is hot
+ * in bestfit's short probes */
+SR_DEFINE_SORT(sr_sort_keys, bp__prio_key, sr_key_lt, 24)
+
+/* Keys of a whole part or sub-part: runs of 16 sorted in place, then merged
+ * through tmp (n of them) -- about half the compares and moves of the heap
+ * sort, which this replaced in every probe's static orders. */
+static void sr_msort_keys(bp__prio_key *a, bp__prio_key *tmp, size_t n)
+{
+    enum { RUN = 16 };
+    for (size_t i = 0; i < n; i += RUN) sr_sort_keys(a + i, n - i < RUN ? n - i : RUN);
+    bp__prio_key *src = a, *dst = tmp;
+    for (size_t w = RUN; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) dst[o++] = sr_key_lt(&src[j], &src[i]) ? src[j++] : src[i++];
+            while (i < mid) dst[o++] = src[i++];
+            while (j < hi) dst[o++] = src[j++];
+        }
+        bp__prio_key *t = src; src = dst; dst = t;
+    }
+    if (src != a) memcpy(a, src, n * sizeof *a);
+}
+
+static void sr_rank_list(sr_ctx *c, const uint32_t *list, uint32_t cnt, const uint64_t *tot)
+{
+    for (uint32_t q = 0; q < cnt; q++) c->keys[q] = sr_key_of(c, list[q], c->h, tot);
+    sr_msort_keys(c->keys, c->keys2, cnt);
+    for (uint32_t r = 0; r < cnt; r++) c->wrank[c->keys[r].b] = r;
+}
+
+/* The same order with packed keys: T is the only key that changes, so
+ * under TAW / TWA / TCA a buffer's key is (T descending, its rank by the
+ * two static keys and the index), and under WAT (its rank among the
+ * distinct (W, A) pairs, T descending, index); when these fit in 64 bits
+ * (T below 2^32 on every MiniMalloc instance) one integer compare orders
+ * them.  Splits re-rank often: 111 times in 1,770 nodes on G, a quarter
+ * of the probe with the full keys. */
+static inline bool sr_u64_lt(const uint64_t *x, const uint64_t *y) { return *x < *y; }
+
+SR_DEFINE_SORT(sr_sort_u64, uint64_t, sr_u64_lt, 32)
+
+static unsigned sr_bits(uint64_t v)
+{
+    unsigned n = 0;
+    while (v) { n++; v >>= 1; }
+    return n;
+}
+
+/* sr_rank_list(c, list, cnt, tot) for a sub-part; false (c->oom) when the
+ * static ranks cannot be allocated. */
+static bool sr_rank_sub(sr_ctx *c, const uint32_t *list, uint32_t cnt, const uint64_t *tot)
+{
+    int h = c->h;
+    uint32_t k = c->k;
+    if (!c->sk[h]) {
+        if (!c->pk && !(c->pk = bp__alloc(c->a, (size_t)k * sizeof *c->pk))) { c->oom = true; return false; }
+        if (!(c->sk[h] = bp__alloc(c->a, 2 * (size_t)k * sizeof *c->sk[h]))) { c->oom = true; return false; }
+        for (uint32_t b = 0; b < k; b++) c->keys[b] = sr_key_of(c, b, h, NULL);   /* T = 0 */
+        sr_msort_keys(c->keys, c->keys2, k);
+        uint32_t g = 0;
+        for (uint32_t r = 0; r < k; r++) {
+            const bp__prio_key *y = &c->keys[r];
+            if (h == 0 && r > 0 && (y->k1 != y[-1].k1 || y->k2 != y[-1].k2)) g++;
+            c->sk[h][y->b] = h == 0 ? g : r;
+            c->sk[h][k + r] = y->b;
+        }
+        c->tmax = 0;
+        for (uint32_t s = 0; s < c->n_sec; s++) if (c->sec_total0[s] > c->tmax) c->tmax = c->sec_total0[s];
+        c->bb = sr_bits(k - 1);
+        c->bt = sr_bits(c->tmax);
+        c->packs[h] = c->bb + c->bt + (h == 0 ? sr_bits(g) : 0) <= 64 && c->bb + c->bt < 64;
+    }
+    unsigned bb = c->bb, bt = c->bt;
+    if (!c->packs[h]) {
+        sr_rank_list(c, list, cnt, tot);   /* too wide to pack */
+        return true;
+    }
+    const uint32_t *sk = c->sk[h];
+    uint64_t *pk = c->pk, tmax = c->tmax;
+    if (h != 0 && bb + bt <= 32) {
+        /* the packed key fits a rank: ranks are only compared with each
+         * other (within the sub-part), so it serves as one, unsorted */
+        for (uint32_t q = 0; q < cnt; q++) {
+            uint32_t b = list[q];
+            uint64_t T = 0;
+            for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) if (tot[s] > T) T = tot[s];
+            c->wrank[b] = (uint32_t)(((tmax - T) << bb) | sk[b]);
+        }
+    } else {
+    for (uint32_t q = 0; q < cnt; q++) {
+        uint32_t b = list[q];
+        uint64_t T = 0;
+        for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) if (tot[s] > T) T = tot[s];
+        pk[q] = h == 0 ? ((uint64_t)sk[b] << (bt + bb)) | ((tmax - T) << bb) | b : ((tmax - T) << bb) | sk[b];
+    }
+    sr_sort_u64(pk, cnt);
+    uint64_t mb = (UINT64_C(1) << bb) - 1;
+    for (uint32_t r = 0; r < cnt; r++) {
+        uint32_t v = (uint32_t)(pk[r] & mb);
+        c->wrank[h == 0 ? v : sk[k + v]] = r;
+    }
+    }
+#ifndef NDEBUG
+    /* debug builds (the tests): the order of the full keys */
+    {
+        uint32_t *w2 = c->dbg_w;
+        {
+            uint32_t *inv = w2 + k;
+            for (uint32_t q = 0; q < cnt; q++) w2[list[q]] = c->wrank[list[q]];
+            sr_rank_list(c, list, cnt, tot);
+            for (uint32_t q = 0; q < cnt; q++) inv[c->wrank[list[q]]] = list[q];
+            for (uint32_t r = 0; r + 1 < cnt; r++)
+                if (w2[inv[r]] >= w2[inv[r + 1]]) {
+                    fprintf(stderr, "search: compact re-ranking disagrees with the full keys\n");
+                    abort();
+                }
+            for (uint32_t q = 0; q < cnt; q++) c->wrank[list[q]] = w2[list[q]];
+        }
+    }
+#endif
+    return true;
+}
+
+/* Places b at offset o: updates the floors of overlapping unplaced buffers
+ * and of b's sections; records undo information. */
+static inline void sr_raise(sr_ctx *c, uint32_t x, uint64_t h)
+{
+    uint64_t nm = bp__align_up(h, c->align[x]);
+    if (c->minoff[x] >= nm) return;
+    nm = sr_adjust(c, x, nm);
+    c->tr[c->tr_n].b = x; c->tr[c->tr_n].v = c->minoff[x]; c->tr_n++;
+    c->minoff[x] = nm;
+    if (nm > c->rmax) c->rmax = nm;
+    if (nm + c->size[x] > c->cap) c->rdead = true;
+    if (c->slo[x] < c->rlo) c->rlo = c->slo[x];
+    if (c->shi[x] > c->rhi) c->rhi = c->shi[x];
+}
+
+/* Places b at o: raises the floors of the unplaced buffers it overlaps and
+ * of its sections, logging the old values for sr_unplace.  Returns false,
+ * having changed nothing, when the logs cannot grow (out of memory). */
+static bool sr_place(sr_ctx *c, uint32_t b, uint64_t o)
+{
+    uint32_t deg = c->ov_off[b + 1] - c->ov_off[b], span = c->shi[b] - c->slo[b];
+    if (c->tr_n + deg > c->tr_cap && !bp__grow(c->a, (void **)&c->tr, &c->tr_cap, c->tr_n + deg, sizeof *c->tr)) return false;
+    if (c->ts_n + span > c->ts_cap && !bp__grow(c->a, (void **)&c->ts, &c->ts_cap, c->ts_n + span, sizeof *c->ts)) return false;
+    c->off[b] = o;
+    uint64_t h = o + c->size[b];
+    c->rlo = c->slo[b]; c->rhi = c->shi[b]; c->rmax = 0; c->rdead = false;
+    if (c->ovb && !c->aligned && !c->nf && c->rl_b == b && c->rl_h == h) {
+        /* right after sr_predict passed b at o: the buffers it raises are
+         * those its scan listed */
+        uint64_t *minoff = c->minoff, cap = c->cap;
+        c->unpl[b >> 6] &= ~(UINT64_C(1) << (b & 63));
+        bool dead = false;
+        for (uint32_t i = 0; i < c->rl_n; i++) {
+            uint32_t x = c->rl[i];
+            c->tr[c->tr_n].b = x; c->tr[c->tr_n].v = minoff[x]; c->tr_n++;
+            minoff[x] = h;
+            dead |= h + c->size[x] > cap;
+        }
+        c->rdead = dead;
+        c->rl_b = UINT32_MAX;
+#ifndef NDEBUG
+        /* debug builds (the tests): no unplaced neighbour is left below h */
+        const uint64_t *row = c->ovb + (size_t)b * c->W;
+        for (uint32_t w = 0; w < c->W; w++)
+            for (uint64_t m = row[w] & c->unpl[w]; m; m &= m - 1)
+                if (minoff[w * 64 + (uint32_t)__builtin_ctzll(m)] < h) {
+                    fprintf(stderr, "search: sr_predict's raised list misses a buffer\n");
+                    abort();
+                }
+#endif
+    } else if (c->ovb && !c->aligned && !c->nf) {
+        /* the fast path (sr_predict, no obstacles): every raised floor is
+         * h, and rlo / rhi / rmax are not used */
+        const uint64_t *row = c->ovb + (size_t)b * c->W;
+        uint64_t *minoff = c->minoff, cap = c->cap;
+        c->unpl[b >> 6] &= ~(UINT64_C(1) << (b & 63));
+        bool dead = false;
+        for (uint32_t w = 0; w < c->W; w++)
+            for (uint64_t m = row[w] & c->unpl[w]; m; m &= m - 1) {
+                uint32_t x = w * 64 + (uint32_t)__builtin_ctzll(m);
+                if (minoff[x] >= h) continue;
+                c->tr[c->tr_n].b = x; c->tr[c->tr_n].v = minoff[x]; c->tr_n++;
+                minoff[x] = h;
+                dead |= h + c->size[x] > cap;
+            }
+        c->rdead = dead;
+    } else if (c->ovb) {
+        const uint64_t *row = c->ovb + (size_t)b * c->W;
+        c->unpl[b >> 6] &= ~(UINT64_C(1) << (b & 63));
+        for (uint32_t w = 0; w < c->W; w++)
+            for (uint64_t m = row[w] & c->unpl[w]; m; m &= m - 1)
+                sr_raise(c, w * 64 + (uint32_t)__builtin_ctzll(m), h);
+    } else {
+        for (uint32_t e = c->ov_off[b]; e < c->ov_off[b + 1]; e++)
+            if (c->off[c->ov[e]] == UINT64_MAX) sr_raise(c, c->ov[e], h);
+    }
+    uint64_t sz = c->size[b];
+    for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) {
+        c->ts[c->ts_n].s = s; c->ts[c->ts_n].v = c->floor_[s]; c->ts_n++;
+        if (h > c->floor_[s]) c->floor_[s] = h;
+        c->total[s] -= sz;
+    }
+    return true;
+}
+
+static void sr_unplace(sr_ctx *c, uint32_t b, size_t tr_mark, size_t ts_mark)
+{
+    while (c->tr_n > tr_mark) { c->tr_n--; c->minoff[c->tr[c->tr_n].b] = c->tr[c->tr_n].v; }
+    while (c->ts_n > ts_mark) { c->ts_n--; c->floor_[c->ts[c->ts_n].s] = c->ts[c->ts_n].v; }
+    uint64_t sz = c->size[b];
+    for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->total[s] += sz;
+    c->off[b] = UINT64_MAX;
+    if (c->ovb) c->unpl[b >> 6] |= UINT64_C(1) << (b & 63);
+}
+
+/* Whether an unplaced buffer overlaps b. */
+static bool sr_hat(const sr_ctx *c, uint32_t b)
+{
+    if (c->ovb) {
+        const uint64_t *row = c->ovb + (size_t)b * c->W;
+        for (uint32_t w = 0; w < c->W; w++) if (row[w] & c->unpl[w]) return true;
+        return false;
+    }
+    for (uint32_t e = c->ov_off[b]; e < c->ov_off[b + 1]; e++) if (c->off[c->ov[e]] == UINT64_MAX) return true;
+    return false;
+}
+
+/* Cross-section check after placing b at offset o: in each section the
+ * unplaced buffers stack (disjointly: they are live together) above the
+ * highest of the section's placed ends, o (offsets never decrease), and the
+ * lowest floor among them.  The first two are checked everywhere; the third
+ * only changes in the sections of b and of the buffers whose floor b raised
+ * (trail entries from tr_mark on), so only those are rescanned. */
+static bool sr_sec_test(sr_ctx *c, uint32_t s)
+{
+    if (!c->total[s]) return true;
+    /* passes as soon as one unplaced buffer could start low enough (with
+     * obstacles: m + obstacle bytes above m only grows with m) */
+    if (c->total[s] > c->cap) return false;
+    uint64_t need = c->cap - c->total[s];
+    bool fx = c->nf && c->sfx_off[s] < c->sfx_off[s + 1];
+    /* the buffer that passed last time usually still does */
+    uint32_t w = c->wit[s];
+    if (c->off[w] == UINT64_MAX && c->minoff[w] <= need &&
+        (!fx || c->minoff[w] + sr_fixed_above(c, s, c->minoff[w]) <= need)) return true;
+    for (uint32_t e = c->sec_off[s]; e < c->sec_off[s + 1]; e++) {
+        uint32_t x = c->sec_buf[e];
+        if (c->off[x] != UINT64_MAX || c->minoff[x] > need) continue;
+        if (!fx || c->minoff[x] + sr_fixed_above(c, s, c->minoff[x]) <= need) { c->wit[s] = x; return true; }
+    }
+    return false;
+}
+
+static bool sr_sec_scan(sr_ctx *c, uint32_t s)
+{
+    if (c->stamp[s] == c->stamp_now) return true;
+    c->stamp[s] = c->stamp_now;
+    return sr_sec_test(c, s);
+}
+
+static bool sr_sections_ok_full(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t b, uint64_t o, size_t tr_mark)
+{
+    for (uint32_t s = s0; s < s1; s++) {
+        if (!c->total[s]) continue;
+        uint64_t f = c->floor_[s] > o ? c->floor_[s] : o;
+        if (f + c->total[s] > c->cap) return false;
+        if (c->nf && c->sfx_off[s] < c->sfx_off[s + 1] && f + c->total[s] + sr_fixed_above(c, s, f) > c->cap) return false;
+    }
+    if (!c->sec_buf) return true;
+    c->stamp_now++;
+    for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) if (!sr_sec_scan(c, s)) return false;
+    for (size_t e = tr_mark; e < c->tr_n; e++) {
+        uint32_t x = c->tr[e].b;
+        for (uint32_t s = c->slo[x]; s < c->shi[x]; s++) if (!sr_sec_scan(c, s)) return false;
+    }
+    return true;
+}
+
+/* sr_sections_ok_full without obstacles, on the sections whose state the
+ * placement changed.  Invariant on every node's path: each section of the
+ * node's range has floor + total <= cap (the root's check of the largest
+ * total, then every placement) and passes the lowest-floor test (all
+ * floors start at 0).  Between the parent and the child, only b's sections
+ * lose bytes and gain a floor, and only the sections of b and of the
+ * buffers whose floor it raised (all overlap b, so their sections form one
+ * run [lo, hi) around b's) can change their lowest floor; the candidate
+ * list already keeps o + total <= cap everywhere (sr_enter).  So checking
+ * these gives the answer of the full check at O(b's sections + run)
+ * instead of O(node's sections + sum of the raised buffers' sections). */
+static bool sr_sections_ok_inc(sr_ctx *c, uint32_t b)
+{
+    /* b's sections: floor + total was checked before placing (sr_try) */
+    if (!c->sec_buf) return true;
+    uint32_t b0 = c->slo[b], b1 = c->shi[b];
+    for (uint32_t s = b0; s < b1; s++) if (!sr_sec_test(c, s)) return false;
+    /* the others: each holds a raised buffer, now at a floor <= rmax, so
+     * it passes while its unplaced bytes fit above rmax */
+    const uint64_t *total = c->total;
+    uint64_t lim = c->rmax <= c->cap ? c->cap - c->rmax : 0;
+    for (uint32_t s = c->rlo; s < b0; s++) if (total[s] > lim && !sr_sec_test(c, s)) return false;
+    for (uint32_t s = b1; s < c->rhi; s++) if (total[s] > lim && !sr_sec_test(c, s)) return false;
+    return true;
+}
+
+/* sr_sec_test on section s as it will be once b is placed below h (need
+ * computed by the caller): b gone, the buffers b overlaps (bit set in row)
+ * raised to h, aligned. */
+static inline uint64_t sr_floor_after(const sr_ctx *c, uint32_t x, const uint64_t *row, uint64_t h)
+{
+    uint64_t m = c->minoff[x];
+    if (row[x >> 6] >> (x & 63) & 1) {
+        uint64_t nm = c->aligned ? bp__align_up(h, c->align[x]) : h;
+        if (nm > m) m = nm;
+    }
+    return m;
+}
+
+static bool sr_sec_pred_scan(sr_ctx *c, uint32_t s, uint64_t need, uint32_t b, const uint64_t *row, uint64_t h);
+
+/* The witness first, inline (it passes most tests: D tests ~36 sections a
+ * node), then the scan. */
+static inline bool sr_sec_pred(sr_ctx *c, uint32_t s, uint64_t need, uint32_t b, const uint64_t *row, uint64_t h)
+{
+    uint32_t w = c->wit[s];
+    if (w != b && c->off[w] == UINT64_MAX) {
+        if (!c->aligned && c->secb) {
+            if (c->minoff[w] <= need &&
+                ((s >= c->slo[b] && s < c->shi[b]) || !(row[w >> 6] >> (w & 63) & 1))) return true;
+        } else if (sr_floor_after(c, w, row, h) <= need) return true;
+    }
+    return sr_sec_pred_scan(c, s, need, b, row, h);
+}
+
+static bool sr_sec_pred_scan(sr_ctx *c, uint32_t s, uint64_t need, uint32_t b, const uint64_t *row, uint64_t h)
+{
+    if (!c->aligned && c->secb) {
+        /* without alignment a raised floor is h: in b's sections (need >=
+         * h: sr_enter lists no candidate with o + total > cap) a buffer
+         * passes on its floor now; elsewhere this runs only when need < h
+         * (see sr_predict), so only buffers b does not overlap can pass */
+        bool in_b = s >= c->slo[b] && s < c->shi[b];
+        const uint64_t *sb = c->secb + (size_t)s * c->W;
+        for (uint32_t i = 0; i < c->W; i++) {
+            uint64_t m = sb[i] & c->unpl[i] & (in_b ? ~UINT64_C(0) : ~row[i]);
+            if (i == b >> 6) m &= ~(UINT64_C(1) << (b & 63));
+            for (; m; m &= m - 1) {
+                uint32_t x = i * 64 + (uint32_t)__builtin_ctzll(m);
+                if (c->minoff[x] <= need) { c->wit[s] = x; return true; }
+            }
+        }
+        c->lastfail = s;
+        return false;
+    }
+    if (c->secb) {
+        const uint64_t *sb = c->secb + (size_t)s * c->W;
+        for (uint32_t i = 0; i < c->W; i++) {
+            uint64_t m = sb[i] & c->unpl[i];
+            if (i == b >> 6) m &= ~(UINT64_C(1) << (b & 63));
+            for (; m; m &= m - 1) {
+                uint32_t x = i * 64 + (uint32_t)__builtin_ctzll(m);
+                if (sr_floor_after(c, x, row, h) <= need) { c->wit[s] = x; return true; }
+            }
+        }
+        c->lastfail = s;
+        return false;
+    }
+    for (uint32_t e = c->sec_off[s]; e < c->sec_off[s + 1]; e++) {
+        uint32_t x = c->sec_buf[e];
+        if (x == b || c->off[x] != UINT64_MAX) continue;
+        if (sr_floor_after(c, x, row, h) <= need) { c->wit[s] = x; return true; }
+    }
+    c->lastfail = s;
+    return false;
+}
+
+/* Whether section s holds an unplaced buffer that b overlaps (row) with
+ * its floor below h, i.e. one that placing b below h raises (unaligned). */
+static inline bool sr_raises_in(const sr_ctx *c, uint32_t s, const uint64_t *row, uint64_t h)
+{
+    const uint64_t *sb = c->secb + (size_t)s * c->W;
+    for (uint32_t i = 0; i < c->W; i++)
+        for (uint64_t m = sb[i] & row[i] & c->unpl[i]; m; m &= m - 1)
+            if (c->minoff[i * 64 + (uint32_t)__builtin_ctzll(m)] < h) return true;
+    return false;
+}
+
+/* sr_sections_ok_inc before placing b at o (no obstacles, bitsets): the
+ * same answer from the floors each buffer will have, so that a placement
+ * that fails (most do: 4 of 5 on instance D) changes nothing.  The section
+ * that failed last is tried first. */
+static bool sr_predict(sr_ctx *c, uint32_t b, uint64_t o)
+{
+    uint64_t sz = c->size[b], h = o + sz, cap = c->cap, rmax = 0;
+    const uint64_t *row = c->ovb + (size_t)b * c->W;
+    uint32_t b0 = c->slo[b], b1 = c->shi[b], lo = b0, hi = b1;
+    c->rl_b = UINT32_MAX;
+    if (!c->sec_buf) return true;
+    const uint64_t *total = c->total;
+    uint32_t lf = c->lastfail;
+    bool lf_out = !c->aligned && (lf < b0 || lf >= b1);
+    if (lf_out) {
+        /* Without alignment, the section that failed last, if outside b's,
+         * is tried before the scan below (most failures are there: 15,359
+         * of 17,431 in a 2,000-node probe of J): every raised floor is h,
+         * so lf is in the run [lo, hi) iff b raises a buffer in it
+         * (sr_raises_in), and there lim = cap - h. */
+        uint64_t t = total[lf], lim = h <= cap ? cap - h : 0;
+        if (t > lim && (t > cap || !sr_sec_pred(c, lf, cap - t, b, row, h))) {
+            if (sr_raises_in(c, lf, row, h)) return false;
+            c->lastfail = lf;
+        }
+    }
+    if (!c->aligned) {
+        /* the buffers b raises, listed for sr_place */
+        const uint64_t *minoff = c->minoff;
+        uint32_t *rl = c->rl, n = 0;
+        for (uint32_t w = 0; w < c->W; w++)
+            for (uint64_t m = row[w] & c->unpl[w]; m; m &= m - 1) {
+                uint32_t x = w * 64 + (uint32_t)__builtin_ctzll(m);
+                if (minoff[x] >= h) continue;
+                rl[n++] = x;
+                lo = c->slo[x] < lo ? c->slo[x] : lo;
+                hi = c->shi[x] > hi ? c->shi[x] : hi;
+            }
+        if (n) rmax = h;
+        c->rl_n = n; c->rl_b = b; c->rl_h = h;
+    } else {
+        for (uint32_t w = 0; w < c->W; w++)
+            for (uint64_t m = row[w] & c->unpl[w]; m; m &= m - 1) {
+                uint32_t x = w * 64 + (uint32_t)__builtin_ctzll(m);
+                uint64_t nm = bp__align_up(h, c->align[x]);
+                if (c->minoff[x] >= nm) continue;
+                if (nm > rmax) rmax = nm;
+                if (c->slo[x] < lo) lo = c->slo[x];
+                if (c->shi[x] > hi) hi = c->shi[x];
+            }
+    }
+    uint64_t lim = rmax <= cap ? cap - rmax : 0;
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: the last failing section only, if in range (and not
+         * tried above) */
+        uint32_t s = pass ? lo : lf, end = pass ? hi : lf + 1;
+        if (!pass && (s < lo || s >= hi || lf_out)) continue;
+        for (; s < end; s++) {
+            uint64_t t = total[s];
+            if (s >= b0 && s < b1) t -= sz;
+            else if (t <= lim) continue;
+            if (!t) continue;
+            if (t > cap) { c->lastfail = s; return false; }
+            if (!sr_sec_pred(c, s, cap - t, b, row, h)) return false;
+        }
+    }
+    return true;
+}
+
+static bool sr_sections_ok(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t b, uint64_t o, size_t tr_mark)
+{
+    if (c->nf) return sr_sections_ok_full(c, s0, s1, b, o, tr_mark);
+    bool r = sr_sections_ok_inc(c, b);
+#ifndef NDEBUG
+    /* debug builds (the tests): the incremental answer is the full one */
+    if (r != sr_sections_ok_full(c, s0, s1, b, o, tr_mark)) {
+        fprintf(stderr, "search: incremental section check %d disagrees with the full check\n", (int)r);
+        abort();
+    }
+#endif
+    return r;
+}
+
+/* The depth-first search runs on an explicit stack of frames (c->fr, grown
+ * with the allocator): its depth is the number of buffers placed, which the
+ * input controls, so it never recurses on the C stack.  Two kinds of frame:
+ *
+ *  - a node (SR_FR_NODE until entered, then SR_FR_TRY): the `left` unplaced
+ *    buffers of sections [s0, s1), listed in bufs[0..nb) or, when bufs is
+ *    NULL, in c->lists[list_pos .. list_pos + nb) (a sub-part: the list
+ *    stack may be reallocated while it is searched, so the pointer is
+ *    re-derived); last_off and last_rank are the previous placement
+ *    (canonical order).  Its candidates are c->cand[base .. base + nc);
+ *    candidate i is placed while its child frame runs, trm/tsm being the
+ *    undo marks.
+ *  - a split (SR_FR_SPLIT0 until entered, then SR_FR_SPLIT): after a
+ *    placement no unplaced buffer crosses some boundary inside [s0, s1), so
+ *    the rest falls into independent sub-parts solved one after the other
+ *    (each from offset 0: they share no time), each as a child node frame
+ *    over its own list pushed on c->lists; [a, e) is the sub-part running.
+ *
+ * A frame that finishes hands its result to its parent (sr_back), which
+ * undoes what it did for that child and goes on or finishes in turn.  The
+ * order of nodes, and so the node counts, are those of the plain recursion. */
+enum { SR_GO = -1 };   /* a step pushed a child, or a parent goes on */
+enum { SR_MK = 4 };   /* lowest ceilings kept per node */
+enum { SR_FR_NODE, SR_FR_TRY, SR_FR_SPLIT0, SR_FR_SPLIT };
+
+typedef struct sr_frame {
+    uint32_t kind;
+    uint32_t s0, s1, nb, left;
+    uint32_t *bufs;         /* NULL: c->lists + list_pos */
+    size_t list_pos;
+    union {
+        struct {
+            uint64_t last_off; uint32_t last_rank; size_t base, nc, i, trm, tsm;
+            /* largest unplaced section total and a section holding it; on
+             * entry, the parent's, with pb the buffer it placed (UINT32_MAX:
+             * none) */
+            uint64_t mt; uint32_t ms, pb;
+            /* the SR_MK buffers with the lowest ceilings (UINT32_MAX: none)
+             * when they were last found, every other unplaced one's ceiling
+             * being >= mb then (so still: ceilings only rise); on entry,
+             * the parent's.  dead: pb raised a buffer's ceiling above cap */
+            uint64_t mb; uint32_t mk[SR_MK]; bool dead;
+            /* candidates are the unplaced buffers with floor below lim */
+            uint64_t lim;
+        } n;
+        struct { size_t mark, start; uint32_t a, e, cnt; } s;
+    } u;
+} sr_frame;
+
+/* Room for one more frame; false (and c->oom) when the stack cannot grow.
+ * Frame pointers are stale afterwards. */
+static bool sr_reserve(sr_ctx *c)
+{
+    if (c->fr_n < c->fr_cap) return true;
+    if (bp__grow(c->a, (void **)&c->fr, &c->fr_cap, c->fr_n + 1, sizeof *c->fr)) return true;
+    c->oom = true;
+    return false;
+}
+
+/* Pushes a node frame (room was reserved). */
+static sr_frame *sr_push_node(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t *bufs, size_t list_pos,
+                              uint32_t nb, uint32_t left, uint64_t last_off, uint32_t last_rank)
+{
+    sr_frame *g = &c->fr[c->fr_n++];
+    g->kind = SR_FR_NODE;
+    g->s0 = s0; g->s1 = s1; g->nb = nb; g->left = left;
+    g->bufs = bufs; g->list_pos = list_pos;
+    g->u.n.last_off = last_off; g->u.n.last_rank = last_rank;
+    g->u.n.pb = UINT32_MAX;
+    return g;
+}
+
+/* Entering a node: a leaf records the packing; otherwise the node is
+ * counted, the limits checked, and the candidates collected and sorted.
+ * Returns SR_GO when the candidates are ready, else the node's result. */
+static int sr_enter(sr_ctx *c, sr_frame *f)
+{
+    const uint32_t *bl = f->bufs ? f->bufs : c->lists + f->list_pos;
+    uint32_t nb = f->nb, left = f->left;
+    if (left == 0) {
+        for (uint32_t q = 0; q < nb; q++) c->sol[bl[q]] = c->off[bl[q]];
+        return SR_FOUND;
+    }
+#ifndef NDEBUG
+    /* debug builds (the tests): the list is unplaced buffers, then placed
+     * ones, and pos[] finds each unplaced one */
+    for (uint32_t q = 0; q < nb; q++)
+        if ((c->off[bl[q]] == UINT64_MAX) != (q < left) || (q < left && c->pos[bl[q]] != q)) {
+            fprintf(stderr, "search: node list out of order at %u of %u (%u unplaced)\n", q, nb, left);
+            abort();
+        }
+#endif
+    if (c->nodes >= c->max_nodes) { c->timed_out = true; return SR_TIMEOUT; }
+    c->nodes++;
+    if (c->nodes_left-- <= 0) return SR_ABORTED;
+    if (sr_time_up(c)) return SR_TIMEOUT;
+    /* every placement at offset o must leave room for each section's
+     * unplaced bytes above o (the first check of sr_sections_ok, which the
+     * placed buffer's own sections pass or fail alike): candidates above
+     * cap - (largest unplaced total) would fail it, so they are not listed.
+     * The largest total is the parent's unless the buffer placed there
+     * lives in the section that held it (totals only shrink). */
+    uint64_t cap = c->cap, mt = f->u.n.mt;
+    uint32_t pb = f->u.n.pb, ms = f->u.n.ms;
+    if (pb == UINT32_MAX || (ms >= c->slo[pb] && ms < c->shi[pb])) {
+        mt = 0; ms = f->s0;
+        for (uint32_t s = f->s0; s < f->s1; s++) if (c->total[s] > mt) { mt = c->total[s]; ms = s; }
+        f->u.n.mt = mt; f->u.n.ms = ms;
+    }
+    const uint64_t *minoff = c->minoff, *size = c->size;
+    const uint32_t *rank = c->rank;
+    /* the lowest ceiling among unplaced buffers (dominance) and dead
+     * buffers (ceiling above cap).  Below the root of a part, a ceiling only
+     * moves when the parent's placement raised it: a dead buffer is one it
+     * raised too high (sr_raise), and the lowest ceiling is the lowest of
+     * the SR_MK buffers kept when it was last found, as long as that is
+     * not above the bound mb on all the others (else a full pass). */
+    if (mt > cap) return SR_INFEASIBLE;
+    if (pb != UINT32_MAX && f->u.n.dead) return SR_INFEASIBLE;
+    /* candidates: unplaced, floor below both limits, canonical after the
+     * last */
+    size_t base = c->cand_n;
+    uint64_t last_off = f->u.n.last_off;
+    uint32_t last_rank = f->u.n.last_rank;
+    if (base + left > c->cand_cap && !bp__grow(c->a, (void **)&c->cand, &c->cand_cap, base + left, sizeof *c->cand)) {
+        c->oom = true;
+        return SR_ABORTED;
+    }
+    sr_cand *cd = c->cand + base;
+    size_t nc = 0;
+    uint64_t lim = cap - mt + 1;
+    uint64_t min_h = UINT64_MAX;
+    bool full = pb == UINT32_MAX;
+    if (!full) {
+        for (int j = 0; j < SR_MK; j++) {
+            uint32_t x = f->u.n.mk[j];
+            if (x != UINT32_MAX && c->off[x] == UINT64_MAX && minoff[x] + size[x] < min_h) min_h = minoff[x] + size[x];
+        }
+        full = min_h > f->u.n.mb;
+    }
+    if (full) {
+        /* the lowest ceilings must be found again: in the same pass as the
+         * candidates below cap - mt + 1, which are then cut at the lowest */
+        uint64_t max_h = 0, tv[SR_MK + 1];
+        uint32_t tb[SR_MK + 1];
+        int tn = 0;
+        for (uint32_t q = 0; q < left; q++) {
+            uint32_t b = bl[q];
+            uint64_t mo = minoff[b], h = mo + size[b];
+            if (tn <= SR_MK || h < tv[SR_MK]) {
+                int j = tn <= SR_MK ? tn++ : SR_MK;
+                while (j > 0 && tv[j - 1] > h) { tv[j] = tv[j - 1]; tb[j] = tb[j - 1]; j--; }
+                tv[j] = h; tb[j] = b;
+            }
+            if (h > max_h) max_h = h;
+            if (mo >= lim || mo < last_off || (mo == last_off && rank[b] < last_rank)) continue;
+            cd[nc].off = mo; cd[nc].rank = rank[b]; cd[nc].b = b;
+            nc++;
+        }
+        /* a ceiling above cap (at the root of a part; below it, sr_raise
+         * flags one) */
+        if (pb == UINT32_MAX && max_h > cap) return SR_INFEASIBLE;
+        min_h = tv[0];
+        for (int j = 0; j < SR_MK; j++) f->u.n.mk[j] = j < tn ? tb[j] : UINT32_MAX;
+        f->u.n.mb = tn > SR_MK ? tv[SR_MK] : UINT64_MAX;
+        size_t w = 0;
+        for (size_t i = 0; i < nc; i++) if (cd[i].off < min_h) cd[w++] = cd[i];
+        nc = w;
+        if (min_h < lim) lim = min_h;
+    } else if ((min_h < lim ? min_h : lim) == f[-1].u.n.lim) {
+        /* a node entered right after its parent placed pb (f[-1] is that
+         * parent), with the parent's limit: its candidates are the
+         * parent's not yet tried (they follow pb in (floor, rank) order)
+         * whose floor pb did not raise, and the buffers pb raised (now
+         * above pb's offset) whose floor is still below the limit.  A
+         * limit only grows down the tree (totals shrink, ceilings rise), so
+         * a larger one sends the node to the full pass below. */
+        const sr_frame *p = f - 1;
+        const sr_cand *rest = c->cand + p->u.n.base;
+        size_t nr = p->u.n.nc - 1 - p->u.n.i;
+        if (min_h < lim) lim = min_h;
+        for (size_t i = 0; i < nr; i++)
+            if (minoff[rest[i].b] == rest[i].off) cd[nc++] = rest[i];
+        for (size_t e = p->u.n.trm; e < c->tr_n; e++) {
+            uint32_t b = c->tr[e].b;
+            uint64_t mo = minoff[b];
+            if (mo >= lim) continue;
+            cd[nc].off = mo; cd[nc].rank = rank[b]; cd[nc].b = b;
+            nc++;
+        }
+#ifndef NDEBUG
+        /* debug builds (the tests): the same set as the full pass */
+        unsigned char *in = (unsigned char *)c->dbg_w;
+        {
+            for (size_t i = 0; i < nc; i++) in[cd[i].b] = 0;
+            for (uint32_t q = 0; q < left; q++) in[bl[q]] = 0;
+            size_t nf = 0;
+            for (size_t i = 0; i < nc; i++)
+                if (cd[i].off == minoff[cd[i].b] && cd[i].rank == rank[cd[i].b]) in[cd[i].b] = 1;
+            for (uint32_t q = 0; q < left; q++) {
+                uint32_t b = bl[q];
+                uint64_t mo = minoff[b];
+                if (mo >= lim || mo < last_off || (mo == last_off && rank[b] < last_rank)) continue;
+                if (!in[b]) {
+                    fprintf(stderr, "search: inherited candidates miss buffer %u\n", b);
+                    abort();
+                }
+                nf++;
+            }
+            if (nf != nc) {
+                fprintf(stderr, "search: inherited candidates %zu, the full pass %zu\n", nc, nf);
+                abort();
+            }
+        }
+#endif
+    } else {
+        if (min_h < lim) lim = min_h;
+        for (uint32_t q = 0; q < left; q++) {
+            uint32_t b = bl[q];
+            uint64_t mo = minoff[b];
+            if (mo >= lim || mo < last_off || (mo == last_off && rank[b] < last_rank)) continue;
+            cd[nc].off = mo; cd[nc].rank = rank[b]; cd[nc].b = b;
+            nc++;
+        }
+    }
+#ifndef NDEBUG
+    /* debug builds (the tests): the lowest ceiling of a full pass */
+    {
+        uint64_t m = UINT64_MAX;
+        for (uint32_t q = 0; q < left; q++) if (minoff[bl[q]] + size[bl[q]] < m) m = minoff[bl[q]] + size[bl[q]];
+        if (m != min_h) {
+            fprintf(stderr, "search: kept lowest ceiling %llu, a full pass %llu\n", (unsigned long long)min_h, (unsigned long long)m);
+            abort();
+        }
+    }
+#endif
+    f->u.n.lim = lim;
+    c->cand_n = base + nc;
+    f->u.n.base = base;
+    f->u.n.nc = nc;
+    f->u.n.i = 0;
+    f->kind = SR_FR_TRY;
+    return SR_GO;
+}
+
+/* A node's candidate b (number i) failed: "hatless": when nothing unplaced
+ * overlaps b, b at its floor blocks no one, so placing another buffer
+ * first fails too; else the next candidate. */
+static int sr_next(sr_ctx *c, sr_frame *f, uint32_t b)
+{
+    if (!sr_hat(c, b)) { c->cand_n = f->u.n.base; return SR_INFEASIBLE; }
+    f->u.n.i++;
+    return SR_GO;
+}
+
+/* A node's candidate i came back with result r: undo its placement, then
+ * stop (r decided, or the hatless rule) or go on with the next. */
+static int sr_node_back(sr_ctx *c, sr_frame *f, int r)
+{
+    uint32_t b = c->cand[f->u.n.base + f->u.n.nc - 1 - f->u.n.i].b;
+    for (uint32_t s = c->slo[b] + 1; s < c->shi[b]; s++) c->cross[s]++;
+    sr_unplace(c, b, f->u.n.trm, f->u.n.tsm);
+    if (r != SR_INFEASIBLE) { c->cand_n = f->u.n.base; return r; }
+    return sr_next(c, f, b);
+}
+
+/* Places the node's next candidates until one passes the section checks;
+ * its continuation is pushed: a split when the placement left a boundary
+ * inside [s0, s1) uncrossed (and buffers remain), else the next node. */
+static int sr_try(sr_ctx *c, size_t fi)
+{
+    for (;;) {
+        sr_frame *f = &c->fr[fi];
+        if (f->u.n.i >= f->u.n.nc) { c->cand_n = f->u.n.base; return SR_INFEASIBLE; }
+        if (!sr_reserve(c)) { f = &c->fr[fi]; c->cand_n = f->u.n.base; return SR_ABORTED; }
+        f = &c->fr[fi];
+        size_t m = f->u.n.nc - f->u.n.i;
+        sr_cand *a = c->cand + f->u.n.base;
+        if (f->u.n.i == 0) {
+            /* the first: a plain minimum (many nodes try no other) */
+            size_t j = 0;
+            for (size_t q = 1; q < m; q++) if (sr_cand_lt(&a[q], &a[j])) j = q;
+            sr_cand t = a[j]; a[j] = a[m - 1]; a[m - 1] = t;
+        } else {
+            if (f->u.n.i == 1) sr_cand_heapify(a, m);
+            sr_cand_pop(a, m);
+        }
+        sr_cand cd = c->cand[f->u.n.base + m - 1];
+        f->u.n.trm = c->tr_n; f->u.n.tsm = c->ts_n;
+        /* b's own sections once placed (floor at least o + size, its bytes
+         * gone from the totals): the part of the section check that fails
+         * most, done before placing.  sr_predict implies it (an unplaced
+         * buffer's floor is at least its section's floor), so the fast path
+         * skips it: it fired in none of the 2,000-node probes of D-K and
+         * cost J a tenth of its time. */
+        bool fast = !c->nf && c->ovb, ok = true;
+        if (!fast) {
+            uint64_t h = cd.off + c->size[cd.b], sz = c->size[cd.b], cap = c->cap;
+            bool bad = false;
+            for (uint32_t s = c->slo[cd.b]; s < c->shi[cd.b] && !bad; s++) {
+                uint64_t t = c->total[s] - sz, fl = c->floor_[s] > h ? c->floor_[s] : h;
+                bad = t && fl + t > cap;
+            }
+            if (bad) {
+                int r = sr_next(c, f, cd.b);
+                if (r != SR_GO) return r;
+                continue;
+            }
+        }
+        if (fast && !sr_predict(c, cd.b, cd.off)) {
+#ifndef NDEBUG
+            /* debug builds (the tests): the placement fails the full check
+             * (a placement that could not grow its undo logs changed
+             * nothing: out of memory, as below) */
+            if (!sr_place(c, cd.b, cd.off)) {
+                c->oom = true;
+                c->cand_n = f->u.n.base;
+                return SR_ABORTED;
+            }
+            for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]--;
+            if (sr_sections_ok_full(c, f->s0, f->s1, cd.b, cd.off, f->u.n.trm)) {
+                fprintf(stderr, "search: predicted section check fails, the full check passes\n");
+                abort();
+            }
+            for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]++;
+            sr_unplace(c, cd.b, f->u.n.trm, f->u.n.tsm);
+#endif
+            int r = sr_next(c, f, cd.b);
+            if (r != SR_GO) return r;
+            continue;
+        }
+        {
+            /* the child walks the unplaced prefix: move b to its end */
+            uint32_t *l = f->bufs ? f->bufs : c->lists + f->list_pos;
+            uint32_t i = c->pos[cd.b], j = f->left - 1, y = l[j];
+            l[i] = y; c->pos[y] = i;
+            l[j] = cd.b; c->pos[cd.b] = j;
+        }
+        if (!sr_place(c, cd.b, cd.off)) {   /* it changed nothing */
+            c->oom = true;
+            c->cand_n = f->u.n.base;
+            return SR_ABORTED;
+        }
+        for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++) c->cross[s]--;
+        if (!fast) ok = sr_sections_ok(c, f->s0, f->s1, cd.b, cd.off, f->u.n.trm);
+#ifndef NDEBUG
+        else if (!sr_sections_ok_full(c, f->s0, f->s1, cd.b, cd.off, f->u.n.trm)) {
+            fprintf(stderr, "search: predicted section check passes, the full check fails\n");
+            abort();
+        }
+#endif
+        if (ok) {
+            uint32_t left = f->left - 1;
+            bool split = false;
+            for (uint32_t s = c->slo[cd.b] + 1; s < c->shi[cd.b]; s++)
+                if (c->cross[s] == 0 && s > f->s0 && s < f->s1) { split = true; break; }
+            if (!split || left == 0) {
+                sr_frame *g = sr_push_node(c, f->s0, f->s1, f->bufs, f->list_pos, f->nb, left, cd.off, cd.rank);
+                g->u.n.mt = f->u.n.mt; g->u.n.ms = f->u.n.ms; g->u.n.pb = cd.b;
+                g->u.n.mb = f->u.n.mb; g->u.n.dead = c->rdead;
+                memcpy(g->u.n.mk, f->u.n.mk, sizeof g->u.n.mk);
+            } else {
+                sr_frame *g = &c->fr[c->fr_n++];
+                g->kind = SR_FR_SPLIT0;
+                g->s0 = f->s0; g->s1 = f->s1; g->nb = f->nb; g->left = left;
+                g->bufs = f->bufs; g->list_pos = f->list_pos;
+            }
+            return SR_GO;
+        }
+        int r = sr_node_back(c, f, SR_INFEASIBLE);
+        if (r != SR_GO) return r;
+    }
+}
+
+/* A split is over: its sub-part lists moved pos[] of its unplaced
+ * buffers; they point into its own list again. */
+static void sr_split_done(sr_ctx *c, const sr_frame *f)
+{
+    uint32_t *l = f->bufs ? f->bufs : c->lists + f->list_pos;
+    for (uint32_t q = 0; q < f->left; q++) c->pos[l[q]] = q;
+}
+
+/* A split: records the placed buffers so far, then pushes a node frame for
+ * each sub-part [a, e) (e: the next boundary no unplaced buffer crosses)
+ * that holds unplaced buffers, one at a time. */
+static int sr_split(sr_ctx *c, size_t fi)
+{
+    sr_frame *f = &c->fr[fi];
+#define SR_LIST (f->bufs ? f->bufs : c->lists + f->list_pos)
+    if (f->kind == SR_FR_SPLIT0) {
+        for (uint32_t q = f->left; q < f->nb; q++) { uint32_t x = SR_LIST[q]; c->sol[x] = c->off[x]; }
+        f->u.s.mark = c->lists_n;
+        f->u.s.a = f->s0;
+        f->kind = SR_FR_SPLIT;
+    }
+    while (f->u.s.a < f->s1) {
+        uint32_t a = f->u.s.a, e = a + 1;
+        while (e < f->s1 && c->cross[e] != 0) e++;
+        /* sub-part [a, e): unplaced buffers starting in it */
+        size_t start = c->lists_n;
+        for (uint32_t q = 0; q < f->left; q++) {
+            uint32_t x = SR_LIST[q];
+            if (c->slo[x] < a || c->slo[x] >= e) continue;
+            if (c->lists_n >= c->lists_cap &&
+                !bp__grow(c->a, (void **)&c->lists, &c->lists_cap, c->lists_n + 1, sizeof *c->lists)) {
+                c->oom = true;
+                c->lists_n = f->u.s.mark;
+                return SR_ABORTED;
+            }
+            c->pos[x] = (uint32_t)(c->lists_n - start);
+            c->lists[c->lists_n++] = x;
+        }
+        uint32_t cnt = (uint32_t)(c->lists_n - start);
+        if (cnt) {
+            if (!sr_reserve(c)) { c->lists_n = c->fr[fi].u.s.mark; return SR_ABORTED; }
+            /* MiniMalloc re-sorts a sub-part's buffers with the section
+             * totals left at this point; the old ranks are kept after the
+             * list as (buffer, rank) pairs, restored by sr_split_back (the
+             * sub-part's nodes reorder the list itself) */
+            if (c->lists_n + 2 * (size_t)cnt > c->lists_cap &&
+                !bp__grow(c->a, (void **)&c->lists, &c->lists_cap, c->lists_n + 2 * (size_t)cnt, sizeof *c->lists)) {
+                c->oom = true;
+                c->lists_n = c->fr[fi].u.s.mark;
+                return SR_ABORTED;
+            }
+            for (uint32_t q = 0; q < cnt; q++) {
+                uint32_t x = c->lists[start + q];
+                c->lists[c->lists_n++] = x;
+                c->lists[c->lists_n++] = c->wrank[x];
+            }
+            if (cnt > 1 && !sr_rank_sub(c, c->lists + start, cnt, c->total)) {
+                c->lists_n = c->fr[fi].u.s.mark;
+                return SR_ABORTED;
+            }
+            f = &c->fr[fi];
+            f->u.s.start = start; f->u.s.e = e; f->u.s.cnt = cnt;
+            sr_push_node(c, a, e, NULL, start, cnt, cnt, 0, 0);
+            return SR_GO;
+        }
+        c->lists_n = start;
+        f->u.s.a = e;
+    }
+    c->lists_n = f->u.s.mark;
+    sr_split_done(c, f);
+    return SR_FOUND;
+#undef SR_LIST
+}
+
+/* A split's sub-part came back with r: the next one, unless r is not
+ * SR_FOUND (then the split fails with r). */
+static int sr_split_back(sr_ctx *c, sr_frame *f, int r)
+{
+    const uint32_t *old = c->lists + f->u.s.start + f->u.s.cnt;
+    for (uint32_t q = 0; q < f->u.s.cnt; q++) c->wrank[old[2 * q]] = old[2 * q + 1];
+    c->lists_n = f->u.s.start;
+    f->u.s.a = f->u.s.e;
+    if (r != SR_FOUND) { c->lists_n = f->u.s.mark; sr_split_done(c, f); return r; }
+    return SR_GO;
+}
+
+/* Searches the part [s0, s1) over bufs[0..nb) to the end. */
+static int sr_search(sr_ctx *c, uint32_t s0, uint32_t s1, uint32_t *bufs, uint32_t nb)
+{
+    c->fr_n = 0;
+    if (!sr_reserve(c)) return SR_ABORTED;
+    sr_push_node(c, s0, s1, bufs, 0, nb, nb, 0, 0);
+    for (;;) {
+        size_t fi = c->fr_n - 1;
+        sr_frame *f = &c->fr[fi];
+        int r = f->kind == SR_FR_NODE ? sr_enter(c, f) : SR_GO;
+        if (r == SR_GO) r = f->kind == SR_FR_TRY ? sr_try(c, fi) : sr_split(c, fi);
+        /* a finished frame hands r to its parent, which may finish too */
+        while (r != SR_GO) {
+            if (--c->fr_n == 0) return r;
+            f = &c->fr[c->fr_n - 1];
+            r = f->kind == SR_FR_TRY ? sr_node_back(c, f, r) : sr_split_back(c, f, r);
+        }
+    }
+}
+
+/* Decides part p at capacity cap with heuristic h and a node budget. */
+static int sr_solve_part(sr_ctx *c, sr_part *p, uint64_t cap, int h, int64_t limit)
+{
+    if (p->best <= cap) return SR_FOUND;
+    if (cap < p->lo) return SR_INFEASIBLE;
+    c->cap = cap;
+    c->rank = c->wrank;
+    c->h = h;
+    c->nodes_left = limit;
+    if (!c->pre_done[h]) {
+        sr_rank_list(c, c->part_buf, c->k, c->sec_total0);
+        memcpy(c->pre + (size_t)h * c->k, c->wrank, c->k * sizeof *c->wrank);
+        c->pre_done[h] = true;
+    }
+    for (uint32_t q = p->b0; q < p->b1; q++) {
+        uint32_t b = c->part_buf[q];
+        c->off[b] = UINT64_MAX;
+        c->minoff[b] = sr_adjust(c, b, 0);
+        c->pos[b] = q - p->b0;
+        if (c->ovb) c->unpl[b >> 6] |= UINT64_C(1) << (b & 63);
+        c->wrank[b] = c->pre[(size_t)h * c->k + b];
+    }
+    for (uint32_t s = p->s0; s < p->s1; s++) { c->floor_[s] = 0; c->total[s] = c->sec_total0[s]; c->cross[s] = c->cross0[s]; }
+    c->tr_n = c->ts_n = c->cand_n = c->lists_n = 0;
+    int r = sr_search(c, p->s0, p->s1, c->part_buf + p->b0, p->b1 - p->b0);
+    if (r == SR_FOUND) {
+        uint64_t hgt = 0;
+        for (uint32_t q = p->b0; q < p->b1; q++) {
+            uint32_t b = c->part_buf[q];
+            c->best[b] = c->sol[b];
+            if (c->sol[b] + c->size[b] > hgt) hgt = c->sol[b] + c->size[b];
+        }
+        p->best = hgt;
+    } else if (r == SR_INFEASIBLE) {
+        p->lo = cap + c->g;
+    }
+    return r;
+}
+
+/* Decides every part at capacity cap (heuristic h, node budget each). */
+static int sr_decide(sr_ctx *c, uint64_t cap, int h, int64_t limit)
+{
+    int worst = SR_FOUND;
+    for (uint32_t i = 0; i < c->n_parts; i++) {
+        int r = sr_solve_part(c, &c->parts[i], cap, h, limit);
+        if (r == SR_INFEASIBLE || r == SR_TIMEOUT) return r;
+        if (r == SR_ABORTED) worst = SR_ABORTED;
+        if (c->oom) return SR_ABORTED;
+    }
+    return worst;
+}
+
+static uint64_t sr_global_best(const sr_ctx *c)
+{
+    uint64_t m = c->ftop;
+    for (uint32_t i = 0; i < c->n_parts; i++) if (c->parts[i].best > m) m = c->parts[i].best;
+    return m;
+}
+
+static uint64_t sr_global_lo(const sr_ctx *c)
+{
+    uint64_t m = 0;
+    for (uint32_t i = 0; i < c->n_parts; i++) if (c->parts[i].lo > m) m = c->parts[i].lo;
+    return m;
+}
+
+static void sr_free(sr_ctx *c)
+{
+    const bp_allocator *a = c->a;
+    size_t k = c->k ? c->k : 1, nt1 = (size_t)c->nt + 1, nf1 = (size_t)c->nf + 1, ns = c->n_sec;
+    bp__free(a, c->orig, k * sizeof *c->orig);
+    bp__free(a, c->size, k * sizeof *c->size);
+    bp__free(a, c->align, k * sizeof *c->align);
+    bp__free(a, c->slo, nt1 * sizeof *c->slo);
+    bp__free(a, c->shi, nt1 * sizeof *c->shi);
+    bp__free(a, c->fxo, nf1 * sizeof *c->fxo);
+    bp__free(a, c->fxe, nf1 * sizeof *c->fxe);
+    bp__free(a, c->fx_off, (k + 1) * sizeof *c->fx_off);
+    bp__free(a, c->ov_off, (k + 1) * sizeof *c->ov_off);
+    bp__free(a, c->part_buf, k * sizeof *c->part_buf);
+    bp__free(a, c->off, k * sizeof *c->off);
+    bp__free(a, c->minoff, k * sizeof *c->minoff);
+    bp__free(a, c->sol, k * sizeof *c->sol);
+    bp__free(a, c->best, k * sizeof *c->best);
+    bp__free(a, c->len, k * sizeof *c->len);
+    bp__free(a, c->wrank, k * sizeof *c->wrank);
+    bp__free(a, c->keys, k * sizeof *c->keys);
+    bp__free(a, c->keys2, k * sizeof *c->keys2);
+#ifndef NDEBUG
+    bp__free(a, c->dbg_w, 2 * k * sizeof *c->dbg_w);
+#endif
+    for (int h = 0; h < 4; h++) if (c->sk[h]) bp__free(a, c->sk[h], 2 * k * sizeof *c->sk[h]);
+    if (c->pk) bp__free(a, c->pk, k * sizeof *c->pk);
+    bp__free(a, c->pos, k * sizeof *c->pos);
+    if (c->ovb) bp__free(a, c->ovb, (size_t)c->W * k * sizeof *c->ovb);
+    if (c->unpl) bp__free(a, c->unpl, (size_t)c->W * sizeof *c->unpl);
+    bp__free(a, c->rl, k * sizeof *c->rl);
+    if (c->secb) bp__free(a, c->secb, (size_t)c->W * ns * sizeof *c->secb);
+    bp__free(a, c->sec_total0, (ns + 1) * sizeof *c->sec_total0);
+    bp__free(a, c->floor_, (ns + 1) * sizeof *c->floor_);
+    bp__free(a, c->total, (ns + 1) * sizeof *c->total);
+    bp__free(a, c->cross0, (ns + 2) * sizeof *c->cross0);
+    bp__free(a, c->cross, (ns + 2) * sizeof *c->cross);
+    bp__free(a, c->stamp, (ns + 1) * sizeof *c->stamp);
+    bp__free(a, c->wit, (ns + 1) * sizeof *c->wit);
+    bp__free(a, c->sec_off, (ns + 2) * sizeof *c->sec_off);
+    bp__free(a, c->sec_buf, c->n_sec_buf * sizeof *c->sec_buf);
+    bp__free(a, c->ov, c->n_ov * sizeof *c->ov);
+    bp__free(a, c->fx, c->n_fx * sizeof *c->fx);
+    bp__free(a, c->sfx_off, (ns + 2) * sizeof *c->sfx_off);
+    bp__free(a, c->sfx, c->n_sfx * sizeof *c->sfx);
+    bp__free(a, c->parts, (ns + 1) * sizeof *c->parts);
+    bp__free(a, c->pre, (size_t)c->n_heur * k * sizeof *c->pre);
+    bp__free(a, c->lists, c->lists_cap * sizeof *c->lists);
+    bp__free(a, c->tr, c->tr_cap * sizeof *c->tr);
+    bp__free(a, c->ts, c->ts_cap * sizeof *c->ts);
+    bp__free(a, c->cand, c->cand_cap * sizeof *c->cand);
+    bp__free(a, c->fr, c->fr_cap * sizeof *c->fr);
+}
+
+/* Builds sections, overlaps, parts and preorders.  Returns false on OOM. */
+static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
+{
+    const bp_allocator *a = c->a;
+    /* scratch, freed at the end with these sizes */
+    bp__tp *tp = NULL;
+    uint32_t *cross = NULL, *ids = NULL;
+    size_t n_tp = 0, n_cross = 0;
+    bool ok = false;
+    uint32_t k, nf;
+    bp__assign_count(iv, n, &k, &nf);
+    c->k = k;
+    c->nf = nf;
+    c->nt = k + nf;
+    uint32_t nt = k + nf;
+    size_t kk = k ? k : 1;
+    c->orig = bp__alloc(a, kk * sizeof *c->orig);
+    c->size = bp__alloc(a, kk * sizeof *c->size);
+    c->align = bp__alloc(a, kk * sizeof *c->align);
+    c->slo = bp__alloc(a, ((size_t)nt + 1) * sizeof *c->slo);
+    c->shi = bp__alloc(a, ((size_t)nt + 1) * sizeof *c->shi);
+    c->fxo = bp__alloc(a, ((size_t)nf + 1) * sizeof *c->fxo);
+    c->fxe = bp__alloc(a, ((size_t)nf + 1) * sizeof *c->fxe);
+    c->fx_off = bp__calloc(a, kk + 1, sizeof *c->fx_off);
+    c->ov_off = bp__calloc(a, kk + 1, sizeof *c->ov_off);
+    c->part_buf = bp__alloc(a, kk * sizeof *c->part_buf);
+    c->off = bp__alloc(a, kk * sizeof *c->off);
+    c->minoff = bp__alloc(a, kk * sizeof *c->minoff);
+    c->sol = bp__alloc(a, kk * sizeof *c->sol);
+    c->best = bp__alloc(a, kk * sizeof *c->best);
+    c->len = bp__alloc(a, kk * sizeof *c->len);
+    c->wrank = bp__alloc(a, kk * sizeof *c->wrank);
+    c->keys = bp__alloc(a, kk * sizeof *c->keys);
+    c->keys2 = bp__alloc(a, kk * sizeof *c->keys2);
+#ifndef NDEBUG
+    c->dbg_w = bp__alloc(a, 2 * kk * sizeof *c->dbg_w);
+    if (!c->dbg_w) goto out;
+#endif
+    c->pos = bp__alloc(a, kk * sizeof *c->pos);
+    n_tp = 2 * ((size_t)nt + 1);
+    tp = bp__alloc(a, n_tp * sizeof *tp);
+    ids = bp__alloc(a, ((size_t)nt + 1) * sizeof *ids);
+    if (!ids || !c->orig || !c->size || !c->align || !c->slo || !c->shi || !c->ov_off || !c->part_buf ||
+        !c->off || !c->minoff || !c->sol || !c->best || !c->len || !c->wrank || !c->keys || !c->keys2 || !c->pos || !tp || !c->fxo || !c->fxe || !c->fx_off) goto out;
+    bp__assign_endpoints(iv, n, k, nf, tp, ids);
+    uint64_t g = 0;
+    for (uint32_t f = 0; f < nf; f++) {
+        /* an obstacle: its ends count as time points, its offset and size
+         * in the grid of canonical heights */
+        const bp_interval *x = &iv[ids[k + f]];
+        c->fxo[f] = x->fixed_offset;
+        c->fxe[f] = x->fixed_offset + x->size;
+        if (c->fxe[f] > c->ftop) c->ftop = c->fxe[f];
+        g = sr_gcd(g, x->size);
+        g = sr_gcd(g, x->fixed_offset);
+    }
+    for (uint32_t q = 0; q < k; q++) {
+        const bp_interval *x = &iv[ids[q]];
+        c->orig[q] = ids[q];
+        c->size[q] = x->size;
+        c->len[q] = (uint64_t)x->upper - (uint64_t)x->lower;
+        c->align[q] = x->alignment > 1 ? x->alignment : 1;
+        if (x->alignment > 1) c->aligned = true;
+        g = sr_gcd(g, x->size);
+        if (x->alignment > 1) g = sr_gcd(g, x->alignment);
+    }
+    c->g = g ? g : 1;
+    /* sections: segments between consecutive distinct time points */
+    uint32_t sec = 0;
+    for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+        if (e > 0 && tp[e].t != tp[e - 1].t) sec++;
+        if (tp[e].end) c->shi[tp[e].b] = sec; else c->slo[tp[e].b] = sec;
+    }
+    c->n_sec = sec + 1;
+    c->sec_total0 = bp__calloc(a, c->n_sec + 1, sizeof *c->sec_total0);
+    c->floor_ = bp__calloc(a, c->n_sec + 1, sizeof *c->floor_);
+    c->total = bp__calloc(a, c->n_sec + 1, sizeof *c->total);
+    n_cross = c->n_sec + 2;
+    cross = bp__calloc(a, n_cross, sizeof *cross);
+    c->cross0 = bp__calloc(a, c->n_sec + 2, sizeof *c->cross0);
+    c->cross = bp__calloc(a, c->n_sec + 2, sizeof *c->cross);
+    if (!c->cross0 || !c->cross || !c->sec_total0 || !c->floor_ || !c->total || !cross) goto out;
+    for (uint32_t b = 0; b < k; b++) {
+        for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_total0[s] += c->size[b];
+        /* b crosses the boundaries slo+1 .. shi-1 */
+        if (c->slo[b] + 1 < c->shi[b]) { cross[c->slo[b] + 1]++; cross[c->shi[b]]--; }
+    }
+    {
+        int32_t run = 0;
+        for (uint32_t s = 0; s < c->n_sec; s++) { run += (int32_t)cross[s]; c->cross0[s] = run; }
+    }
+    /* buffers per section, for the lowest-floor inference (skipped when the
+     * lists would be large) */
+    {
+        uint64_t tot = 0;
+        for (uint32_t b = 0; b < k; b++) tot += c->shi[b] - c->slo[b];
+        c->stamp = bp__calloc(a, c->n_sec + 1, sizeof *c->stamp);
+        c->wit = bp__calloc(a, c->n_sec + 1, sizeof *c->wit);
+        c->sec_off = bp__calloc(a, c->n_sec + 2, sizeof *c->sec_off);
+        if (!c->stamp || !c->wit || !c->sec_off) goto out;
+        if (tot <= 20000000) {
+            c->sec_buf = bp__alloc(a, (tot ? tot : 1) * sizeof *c->sec_buf);
+            if (!c->sec_buf) goto out;
+            c->n_sec_buf = tot ? tot : 1;
+            for (uint32_t b = 0; b < k; b++) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_off[s + 1]++;
+            for (uint32_t s = 0; s < c->n_sec; s++) c->sec_off[s + 1] += c->sec_off[s];
+            uint32_t *cur = bp__alloc(a, (c->n_sec + 1) * sizeof *cur);
+            if (!cur) goto out;
+            memcpy(cur, c->sec_off, (c->n_sec + 1) * sizeof *cur);
+            for (uint32_t b = 0; b < k; b++) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_buf[cur[s]++] = b;
+            for (uint32_t s = 0; s < c->n_sec; s++) if (c->sec_off[s] < c->sec_off[s + 1]) c->wit[s] = c->sec_buf[c->sec_off[s]];
+            bp__free(a, cur, (c->n_sec + 1) * sizeof *cur);
+        }
+    }
+    /* overlaps (bp__assign_overlaps); up to SR_BITSET_MAX buffers the
+     * free-free ones go straight into the bitset rows (with their counts in
+     * ov_off): no lists */
+    {
+        bool bits = k && k <= SR_BITSET_MAX;
+        ok = true;
+        if (bits) {
+            c->W = (k + 63) / 64;
+            c->ovb = bp__calloc(a, (size_t)c->W * k, sizeof *c->ovb);
+            c->unpl = bp__calloc(a, c->W, sizeof *c->unpl);
+            c->rl = bp__alloc(a, (size_t)k * sizeof *c->rl);
+            c->rl_b = UINT32_MAX;
+            ok = c->ovb && c->unpl && c->rl;
+        }
+        if (ok) {
+            bp__overlaps ol = { .ov_off = c->ov_off, .fx_off = c->fx_off, .bits = bits ? c->ovb : NULL, .W = c->W };
+            ok = bp__assign_overlaps(a, tp, k, nf, &ol) == 0;
+            c->ov = ol.ov; c->n_ov = ol.n_ov;
+            c->fx = ol.fx; c->n_fx = ol.n_fx;
+        }
+        if (ok) {
+            /* obstacles per section */
+            c->sfx_off = bp__calloc(a, c->n_sec + 2, sizeof *c->sfx_off);
+            size_t ns = 0;
+            for (uint32_t f2 = 0; f2 < nf; f2++) ns += c->shi[k + f2] - c->slo[k + f2];
+            c->sfx = bp__alloc(a, (ns ? ns : 1) * sizeof *c->sfx);
+            if (c->sfx) c->n_sfx = ns ? ns : 1;
+            uint32_t *scur = bp__alloc(a, (c->n_sec + 1) * sizeof *scur);
+            if (c->sfx_off && c->sfx && scur) {
+                for (uint32_t f2 = 0; f2 < nf; f2++)
+                    for (uint32_t s = c->slo[k + f2]; s < c->shi[k + f2]; s++) c->sfx_off[s + 1]++;
+                for (uint32_t s = 0; s < c->n_sec; s++) c->sfx_off[s + 1] += c->sfx_off[s];
+                memcpy(scur, c->sfx_off, (c->n_sec + 1) * sizeof *scur);
+                for (uint32_t f2 = 0; f2 < nf; f2++)
+                    for (uint32_t s = c->slo[k + f2]; s < c->shi[k + f2]; s++) c->sfx[scur[s]++] = f2;
+            } else ok = false;
+            bp__free(a, scur, (c->n_sec + 1) * sizeof *scur);
+        }
+    }
+    if (!ok) goto out;
+    ok = false;
+    if (c->ovb) {
+        if (c->sec_buf) {
+            c->secb = bp__calloc(a, (size_t)c->W * c->n_sec, sizeof *c->secb);
+            if (!c->secb) goto out;
+            for (uint32_t b = 0; b < k; b++)
+                for (uint32_t s = c->slo[b]; s < c->shi[b]; s++)
+                    c->secb[(size_t)s * c->W + (b >> 6)] |= UINT64_C(1) << (b & 63);
+        }
+    }
+    /* parts: split at boundaries no buffer crosses */
+    {
+        c->parts = bp__calloc(a, c->n_sec + 1, sizeof *c->parts);
+        uint32_t *part_of_sec = bp__alloc(a, (c->n_sec + 1) * sizeof *part_of_sec);
+        if (!c->parts || !part_of_sec) { bp__free(a, part_of_sec, (c->n_sec + 1) * sizeof *part_of_sec); goto out; }
+        int32_t run = 0;
+        uint32_t np = 0;
+        for (uint32_t s = 0; s < c->n_sec; s++) {
+            run += (int32_t)cross[s];
+            if (s == 0 || run == 0) { c->parts[np].s0 = s; np++; }
+            part_of_sec[s] = np - 1;
+            c->parts[np - 1].s1 = s + 1;
+        }
+        /* count buffers per part, then group */
+        uint32_t *cnt = bp__calloc(a, (size_t)np + 1, sizeof *cnt);
+        if (!cnt) { bp__free(a, part_of_sec, (c->n_sec + 1) * sizeof *part_of_sec); goto out; }
+        for (uint32_t b = 0; b < k; b++) cnt[part_of_sec[c->slo[b]] + 1]++;
+        for (uint32_t p = 0; p < np; p++) cnt[p + 1] += cnt[p];
+        for (uint32_t p = 0; p < np; p++) { c->parts[p].b0 = cnt[p]; c->parts[p].b1 = cnt[p + 1]; }
+        for (uint32_t b = 0; b < k; b++) c->part_buf[cnt[part_of_sec[c->slo[b]]]++] = b;
+        /* drop parts without buffers */
+        uint32_t w = 0;
+        for (uint32_t p = 0; p < np; p++) if (c->parts[p].b1 > c->parts[p].b0) c->parts[w++] = c->parts[p];
+        c->n_parts = w;
+        bp__free(a, cnt, ((size_t)np + 1) * sizeof *cnt);
+        bp__free(a, part_of_sec, (c->n_sec + 1) * sizeof *part_of_sec);
+    }
+    /* preorders (MiniMalloc's letters): T = largest section total it lives
+     * in, C = sections spanned, A = area, W = length */
+    c->n_heur = 4;
+    c->pre = bp__alloc(a, (size_t)c->n_heur * kk * sizeof *c->pre);
+    if (!c->pre) goto out;
+    /* each is ranked at its first use (sr_solve_part): bestfit's probes
+     * use two of the four */
+    ok = true;
+out:
+    bp__free(a, tp, n_tp * sizeof *tp);
+    bp__free(a, ids, ((size_t)nt + 1) * sizeof *ids);
+    bp__free(a, cross, n_cross * sizeof *cross);
+    return ok;
+}
+
+/* Each part's incumbent from the caller's offsets, and its bound: its
+ * max-live rounded up to the grid g (never above the incumbent). */
+static void sr_seed_parts(sr_ctx *c, const uint64_t *offsets)
+{
+    for (uint32_t pi = 0; pi < c->n_parts; pi++) {
+        sr_part *p = &c->parts[pi];
+        uint64_t hgt = 0, ml = 0;
+        for (uint32_t q = p->b0; q < p->b1; q++) {
+            uint32_t b = c->part_buf[q];
+            c->best[b] = offsets[c->orig[b]];
+            if (c->best[b] + c->size[b] > hgt) hgt = c->best[b] + c->size[b];
+        }
+        for (uint32_t s = p->s0; s < p->s1; s++) if (c->sec_total0[s] > ml) ml = c->sec_total0[s];
+        p->best = hgt;
+        p->lo = (ml + c->g - 1) / c->g * c->g;
+        if (p->lo > p->best) p->lo = p->best;
+    }
+}
+
+/* A short probe's candidate stack grows to about one dive's worth at once:
+ * size it (and the frames) for a full dive up front rather than by doubling
+ * reallocs, whose copies and fresh pages cost F-H ~0.5 ms.  (Presizing the
+ * trails and sub-part lists too made D and E slower: more fresh pages than
+ * they use.)  Only a hint: every stack still grows on demand. */
+static bool sr_presize(sr_ctx *c)
+{
+    size_t k = c->k;
+    if (k > SR_BITSET_MAX) return true;
+    size_t dive = k * (k + 1) / 2 + k;
+    return bp__grow(c->a, (void **)&c->cand, &c->cand_cap, dive, sizeof *c->cand) &&
+           bp__grow(c->a, (void **)&c->fr, &c->fr_cap, 2 * k + 2, sizeof *c->fr);
+}
+
+/* Decision probes for bestfit (declared in assign_internal.h).  No incumbent
+ * phase and no call to bestfit: the parts start from the packing in
+ * offsets[] and their max-live bounds, then each step decides its capacity
+ * (if below the current arena and not ruled out) with its static order and
+ * node limit per part; an exhausted tree rules out that capacity and every
+ * lower one.  max_nodes bounds the nodes of all steps together. */
+int bp__assign_search_probe(const bp_allocator *a, const bp_interval *iv, size_t n, const bp__probe *steps,
+                            int n_steps, uint64_t max_nodes, uint64_t *offsets, uint64_t *arena, uint64_t *nodes)
+{
+    if (nodes) *nodes = 0;
+    uint32_t k0, nf0;
+    bp__assign_count(iv, n, &k0, &nf0);
+    if (!k0) return 0;   /* nothing to place */
+    sr_ctx c;
+    memset(&c, 0, sizeof c);
+    c.a = a;
+    if (!sr_build(&c, iv, n) || !sr_presize(&c)) { sr_free(&c); return -1; }
+    c.max_nodes = max_nodes ? max_nodes : UINT64_MAX;
+    sr_seed_parts(&c, offsets);
+    uint64_t UB = sr_global_best(&c), LB = sr_global_lo(&c);
+    if (LB < c.ftop) LB = c.ftop;
+    for (int i = 0; i < n_steps && !c.timed_out && !c.oom && LB < UB; i++) {
+        uint64_t cap = steps[i].cap / c.g * c.g;   /* canonical heights are multiples of g */
+        if (cap < LB || cap >= UB || steps[i].order < 0 || steps[i].order >= c.n_heur) continue;
+        int r = sr_decide(&c, cap, steps[i].order, steps[i].limit);
+        if (r == SR_FOUND) UB = sr_global_best(&c);
+        else if (r == SR_INFEASIBLE) LB = cap + c.g;
+    }
+    int ret = c.oom ? -1 : 0;
+    if (!c.oom && UB < *arena) {
+        for (uint32_t b = 0; b < c.k; b++) offsets[c.orig[b]] = c.best[b];
+        *arena = UB;
+    }
+    if (nodes) *nodes = c.nodes;
+    sr_free(&c);
+    return ret;
+}
+
+bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_options *o,
+                            uint64_t *offsets, bp_assign_result *res, bp_error *err)
+{
+    return bp__assign_search_ex(iv, n, o, 0, offsets, res, err);
+}
+
+bp_status bp__assign_search_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, uint64_t max_nodes,
+                               uint64_t *offsets, bp_assign_result *res, bp_error *err)
+{
+    double t0 = bp__now();
+    double limit_s = o && o->time_limit > 0 ? o->time_limit : 0;
+    /* incumbent phase: bestfit's every order, then greedy passes for up to
+     * a tenth of the time limit (half a second without one); with a node
+     * budget, on the greedy's work budget alone */
+    double inc_deadline = max_nodes ? 0 : t0 + (limit_s > 0 ? limit_s * 0.1 : 0.5);
+    bp_status st = bp__assign_bestfit(iv, n, o, offsets, res, err);
+    if (st != BP_OK) return st;
+    if (res->arena_bytes > res->lower_bound) {
+        /* never worse than bestfit: its answer stays unless beaten */
+        uint64_t *alt = bp__alloc(bp__assign_alloc(o), (n ? n : 1) * sizeof *alt);
+        bp_assign_result r2 = *res;
+        if (!alt) return bp__err(err, BP_ERR_NOMEM, "search: out of memory for %zu intervals", n);
+        st = bp__assign_bestfit_ex(iv, n, o, 1, inc_deadline, alt, &r2, err);
+        if (st == BP_OK && r2.arena_bytes < res->arena_bytes) {
+            memcpy(offsets, alt, n * sizeof *offsets);
+            res->arena_bytes = r2.arena_bytes;
+        }
+        bp__free(bp__assign_alloc(o), alt, (n ? n : 1) * sizeof *alt);
+        if (st != BP_OK) return st;
+    }
+    uint64_t lb0 = res->lower_bound;
+    uint64_t ub0 = res->arena_bytes;
+    uint64_t capacity = o ? o->capacity : 0;
+    if (capacity && ub0 <= capacity) { res->fits = 1; return BP_OK; }
+    if (capacity && lb0 > capacity) { res->fits = 0; return BP_OK; }
+    if (ub0 <= lb0) { res->optimal = 1; return BP_OK; }
+    if (n > 200000) return BP_OK; /* the search state is O(n + overlaps) per node:
+                                     the incumbent phase is all there is */
+
+    sr_ctx c;
+    memset(&c, 0, sizeof c);
+    c.a = bp__assign_alloc(o);
+    if (!sr_build(&c, iv, n)) { sr_free(&c); return bp__err(err, BP_ERR_NOMEM, "search: out of memory for %zu intervals", n); }
+    c.t0 = t0;
+    c.deadline = o && o->time_limit > 0 ? t0 + o->time_limit : 0;
+    c.max_nodes = max_nodes ? max_nodes : UINT64_MAX;
+    c.progress = o && o->progress && isatty(2);
+    c.last_print = t0;
+
+    /* per-part incumbents (from bestfit's offsets) and bounds */
+    sr_seed_parts(&c, offsets);
+    uint64_t LB = sr_global_lo(&c), UB = sr_global_best(&c);
+    if (LB < lb0) LB = lb0;
+    /* no arena ends below a pre-placed buffer (max-live can: without this
+     * a probe under it "fits" every part but never lowers the incumbent,
+     * and the probes repeated until the time limit) */
+    if (LB < c.ftop) LB = c.ftop;
+    c.show_lb = LB; c.show_ub = UB;
+    int64_t limit = (int64_t)(c.k > 64 ? c.k : 64);
+    int fits = -1;
+    bool done = false;
+    if (capacity && LB > capacity) { fits = 0; done = true; }
+    while (!done && !c.timed_out && !c.oom) {
+        limit = limit > INT64_MAX / 2 ? INT64_MAX : limit * 2;
+        if (capacity) {
+            for (int h = 0; h < c.n_heur && !done; h++) {
+                int r = sr_decide(&c, capacity, h, limit);
+                if (r == SR_FOUND) { fits = 1; done = true; }
+                else if (r == SR_INFEASIBLE) { fits = 0; done = true; }
+                else if (r == SR_TIMEOUT || c.oom) break;
+            }
+            continue;
+        }
+        /* the bound can meet the incumbent before any probe (a part's grid
+         * rounding, a pre-placed buffer on top): then there is nothing to
+         * probe, and the loop would spin without spending a node */
+        if (LB >= UB) break;
+        /* probes: the bound, the middle, three quarters of the way up, just
+         * below the incumbent (without the three-quarter step, a better
+         * incumbent on J put the middle where every probe ate its budget
+         * and the last one walked down one grid step per round: J ended at
+         * 1,044,480 instead of 1,035,264) */
+        uint64_t probes[4];
+        int np = 0;
+        uint64_t mid = LB + (UB - LB) / 2 / c.g * c.g;
+        uint64_t q3 = LB + (UB - LB) / 4 * 3 / c.g * c.g;
+        probes[np++] = LB;
+        if (mid > LB && mid < UB - c.g) probes[np++] = mid;
+        if (q3 > mid && q3 < UB - c.g) probes[np++] = q3;
+        if (UB - c.g > LB) probes[np++] = UB - c.g;
+        for (int pi = 0; pi < np && !done; pi++) {
+            uint64_t cap = probes[pi];
+            if (cap < LB || cap >= UB) continue;
+            for (int h = 0; h < c.n_heur; h++) {
+                int r = sr_decide(&c, cap, h, limit);
+                if (r == SR_FOUND) { UB = sr_global_best(&c); break; }
+                if (r == SR_INFEASIBLE) { LB = cap + c.g; if (sr_global_lo(&c) > LB) LB = sr_global_lo(&c); break; }
+                if (r == SR_TIMEOUT || c.oom) break;
+            }
+            if (LB > UB) LB = UB;
+            c.show_lb = LB; c.show_ub = UB;
+            if (LB >= UB) done = true;
+            if (c.timed_out || c.oom) break;
+        }
+    }
+    if (c.oom) { sr_free(&c); return bp__err(err, BP_ERR_NOMEM, "search: out of memory"); }
+    if (c.printed) fprintf(stderr, "\r%70s\r", "");
+    /* the best packing of every part */
+    for (uint32_t b = 0; b < c.k; b++) offsets[c.orig[b]] = c.best[b];
+    res->nodes = c.nodes;
+    if (capacity) {
+        res->fits = fits;
+        if (fits == 0 && LB <= capacity) LB = capacity + c.g;
+    }
+    uint64_t arena = sr_global_best(&c);
+    res->arena_bytes = arena;
+    if (LB > arena) LB = arena;
+    if (LB > res->lower_bound) res->lower_bound = LB;
+    res->optimal = res->lower_bound >= arena;
+    sr_free(&c);
+    return BP_OK;
+}

@@ -1,0 +1,27 @@
+/*
+ * json_io.h — loading JSON documents with jansson, shared by the graph
+ * reader (graph_json.c, which implements these) and the plan reader
+ * (plan_io.c).  Module-private; not installed.
+ */
+#ifndef BP_JSON_IO_H
+#define BP_JSON_IO_H
+
+#include "core/internal.h"
+
+#include <jansson.h>
+
+/* Parses a whole file ("-" = stdin) without holding its text in memory.
+ * Messages start with the path; malformed JSON gives "PATH:LINE:COL:", an
+ * integer over 2^63-1 also names the object ("name") it is in. */
+bp_status bp__json_load_file(const char *path, const bp_allocator *a, json_t **root, bp_error *err);
+/* The same for a text in memory; `file` is used in messages. */
+bp_status bp__json_load_text(const char *text, size_t len, const char *file, json_t **root, bp_error *err);
+/* The same with explicit limits (NULL = defaults): nesting depth and size
+ * are checked by an iterative pre-scan before jansson's recursive parser. */
+bp_status bp__json_load_file_lim(const char *path, const bp_allocator *a, const bp_limits *lim, json_t **root, bp_error *err);
+bp_status bp__json_load_text_lim(const char *text, size_t len, const char *file, const bp_limits *lim, json_t **root,
+                                 bp_error *err);
+/* "a string", "an integer", ... for messages. */
+const char *bp__json_type(const json_t *v);
+
+#endif /* BP_JSON_IO_H */

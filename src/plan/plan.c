@@ -1,0 +1,370 @@
+/*
+ * plan.c — the planning pipeline and the event table.
+ *
+ * bp_plan_graph: storages -> schedule -> lifetimes (+ in-place) -> one
+ * half-open interval per planned storage [first, last + 1), size rounded up
+ * to the alignment -> bp_assign_intervals -> per-tensor placement -> events.
+ *
+ * Events (lazy allocation): at each step, ALLOC for every storage that
+ * starts there (named by its root tensor; planned inputs at step 0), then the
+ * op's EXEC, then FREE for every storage whose last use is this step, except
+ * graph outputs (pinned to the end, owned by the caller) and weights.
+ * External inputs get a FREE too (buffer -1), so an engine may release them.
+ */
+#include "core/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static const char *const assign_names[BP_ASSIGN_COUNT] = {"naive", "color", "bestfit", "search"};
+static const char *const kind_names[] = {"planned", "input", "weight", "output", "dynamic"};
+
+const char *bp_assign_name(bp_assign_kind k) { return (unsigned)k < BP_ASSIGN_COUNT ? assign_names[k] : "?"; }
+const char *bp_tensor_kind_name(bp_tensor_kind k) { return (unsigned)k <= BP_KIND_DYNAMIC ? kind_names[k] : "?"; }
+
+int bp_assign_parse(const char *s, bp_assign_kind *out)
+{
+    for (int i = 0; i < BP_ASSIGN_COUNT; i++)
+        if (strcmp(s, assign_names[i]) == 0) { *out = (bp_assign_kind)i; return 0; }
+    return -1;
+}
+
+void bp_plan_options_init(bp_plan_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->sched = BP_SCHED_BEST;
+    o->assign = BP_ASSIGN_BESTFIT;
+    o->alpha = 0.7;
+    o->beta = 0.3;
+    o->alignment = 256;
+    o->time_limit = 10.0;
+    o->seed = 1;
+    o->threads = 1;
+}
+
+bp_plan *bp__plan_alloc(const bp_allocator *a, int32_t n_t, int32_t n_o)
+{
+    bp_plan *p = bp__calloc(a, 1, sizeof *p);
+    if (!p) return NULL;
+    p->alloc = *a;
+    p->n_t = n_t;
+    p->n_o = n_o;
+    p->order = bp__alloc(a, (size_t)(n_o ? n_o : 1) * sizeof *p->order);
+    p->tp = bp__calloc(a, (size_t)(n_t ? n_t : 1), sizeof *p->tp);
+    if (!p->order || !p->tp) { bp_plan_free(p); return NULL; }
+    for (int32_t t = 0; t < n_t; t++) {
+        p->tp[t].first = p->tp[t].last = -1;
+        p->tp[t].offset = BP_NO_OFFSET;
+        p->tp[t].buffer = -1;
+        p->tp[t].alias_of = -1;
+    }
+    p->alignment = 1;
+    p->stats.peak_step = -1;
+    return p;
+}
+
+void bp_plan_free(bp_plan *p)
+{
+    if (!p) return;
+    bp_allocator a = p->alloc;
+    bp__free(&a, p->order, (size_t)(p->n_o ? p->n_o : 1) * sizeof *p->order);
+    bp__free(&a, p->tp, (size_t)(p->n_t ? p->n_t : 1) * sizeof *p->tp);
+    bp__free(&a, p->ev, p->cap_ev * sizeof *p->ev);
+    bp__free(&a, p, sizeof *p);
+}
+
+const bp_plan_stats *bp_plan_get_stats(const bp_plan *p) { return &p->stats; }
+int32_t bp_plan_n_steps(const bp_plan *p) { return p->n_o; }
+const int32_t *bp_plan_schedule(const bp_plan *p) { return p->order; }
+const bp_tensor_plan *bp_plan_tensor(const bp_plan *p, int32_t t) { return t >= 0 && t < p->n_t ? &p->tp[t] : NULL; }
+int32_t bp_plan_n_tensors(const bp_plan *p) { return p->n_t; }
+uint64_t bp_plan_alignment(const bp_plan *p) { return p->alignment; }
+size_t bp_plan_n_events(const bp_plan *p) { return p->n_ev; }
+const bp_event *bp_plan_events(const bp_plan *p) { return p->ev; }
+bp_sched_kind bp_plan_sched(const bp_plan *p) { return p->sched; }
+bp_assign_kind bp_plan_assign(const bp_plan *p) { return p->assign; }
+
+/* ------------------------------------------------------------------ events */
+
+/* The storage root of t as recorded in the plan. */
+static int32_t plan_root(const bp_plan *p, int32_t t) { return p->tp[t].alias_of >= 0 ? p->tp[t].alias_of : t; }
+
+/* Events in one pass over the tensors and one over the steps: each storage
+ * root is bucketed by the step of its ALLOC (its producer's) and of its FREE
+ * (its members' last use), with a counting sort, then the buckets are
+ * emitted around each EXEC.  Walking the ops' input lists instead costs a
+ * cache miss per input on large graphs in a scrambled order. */
+bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err)
+{
+    const bp_allocator *a = &p->alloc;
+    size_t nt = g->n_t, no = (size_t)p->n_o, nt1 = nt ? nt : 1;
+    int32_t *slast = bp__alloc(a, nt1 * sizeof *slast);
+    int32_t *stepof = bp__alloc(a, (no ? no : 1) * sizeof *stepof);
+    int32_t *aoff = bp__calloc(a, no + 2, sizeof *aoff);   /* ALLOC bucket offsets per step */
+    int32_t *foff = bp__calloc(a, no + 2, sizeof *foff);   /* FREE bucket offsets per step */
+    int32_t *aitem = bp__alloc(a, nt1 * sizeof *aitem);
+    int32_t *fitem = bp__alloc(a, nt1 * sizeof *fitem);
+    bool ok = slast && stepof && aoff && foff && aitem && fitem;
+    if (ok) {
+        for (size_t s = 0; s < no; s++) stepof[p->order[s]] = (int32_t)s;
+        for (size_t t = 0; t < nt; t++) slast[t] = -1;
+        /* a storage holding a graph output (any member) is never freed: INT32_MAX */
+        for (size_t t = 0; t < nt; t++) {
+            int32_t r = plan_root(p, (int32_t)t);
+            int32_t l = g->t[t].flags & BP_TENSOR_OUTPUT ? INT32_MAX : p->tp[t].last;
+            if (l > slast[r]) slast[r] = l;
+        }
+        /* which storages get an ALLOC / a FREE, and at which step */
+        for (int pass = 0; pass < 2; pass++) {
+            for (size_t t = 0; t < nt; t++) {
+                const bp_tensor_plan *tp = &p->tp[t];
+                if (tp->alias_of >= 0) continue;
+                int32_t pr = g->t[t].producer;
+                if (pr >= 0 && (tp->offset != BP_NO_OFFSET || tp->kind == BP_KIND_DYNAMIC)) {
+                    int32_t s = stepof[pr];
+                    if (pass) aitem[aoff[s + 1]++] = (int32_t)t; else aoff[s + 2]++;
+                }
+                if (slast[t] >= 0 && slast[t] < (int32_t)no &&
+                    (tp->kind == BP_KIND_PLANNED || tp->kind == BP_KIND_DYNAMIC || tp->kind == BP_KIND_INPUT)) {
+                    int32_t s = slast[t];
+                    if (pass) fitem[foff[s + 1]++] = (int32_t)t; else foff[s + 2]++;
+                }
+            }
+            if (!pass)   /* off[s + 1] = start of bucket s, the cursor while filling; after it, bucket s is [off[s], off[s + 1]) */
+                for (size_t s = 0; s < no; s++) { aoff[s + 2] += aoff[s + 1]; foff[s + 2] += foff[s + 1]; }
+        }
+        p->n_ev = 0;
+        /* at most one ALLOC and one FREE per tensor plus one EXEC per op */
+        size_t need = no + 2 * nt;
+        ok = bp__grow(a, (void **)&p->ev, &p->cap_ev, need, sizeof *p->ev);
+    }
+    if (ok) {
+        bp_event *ev = p->ev;
+        size_t k = 0;
+        /* Planned graph inputs: allocated before the first op. */
+        for (size_t t = 0; t < nt && no > 0; t++) {
+            const bp_tensor_plan *tp = &p->tp[t];
+            if (g->t[t].producer < 0 && tp->offset != BP_NO_OFFSET && tp->alias_of < 0)
+                ev[k++] = (bp_event){BP_EV_ALLOC, (int32_t)t, p->order[0], tp->buffer, tp->offset};
+        }
+        for (size_t s = 0; s < no; s++) {
+            int32_t op = p->order[s];
+            for (int32_t i = aoff[s]; i < aoff[s + 1]; i++) {
+                const bp_tensor_plan *tp = &p->tp[aitem[i]];
+                ev[k++] = (bp_event){BP_EV_ALLOC, aitem[i], op, tp->buffer, tp->offset};
+            }
+            ev[k++] = (bp_event){BP_EV_EXEC, -1, op, -1, BP_NO_OFFSET};
+            for (int32_t i = foff[s]; i < foff[s + 1]; i++) {
+                const bp_tensor_plan *tp = &p->tp[fitem[i]];
+                ev[k++] = (bp_event){BP_EV_FREE, fitem[i], op, tp->buffer, tp->offset};
+            }
+        }
+        p->n_ev = k;
+    }
+    bp__free(a, slast, nt1 * sizeof *slast);
+    bp__free(a, stepof, (no ? no : 1) * sizeof *stepof);
+    bp__free(a, aoff, (no + 2) * sizeof *aoff);
+    bp__free(a, foff, (no + 2) * sizeof *foff);
+    bp__free(a, aitem, nt1 * sizeof *aitem);
+    bp__free(a, fitem, nt1 * sizeof *fitem);
+    if (!ok) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory building events", g->name);
+    return BP_OK;
+}
+
+/* --------------------------------------------------------------- planning */
+
+static bp_tensor_kind tensor_kind(const bp_graph *g, const bp__lifetimes *lt, int32_t t)
+{
+    int32_t r = lt->root[t];
+    const bp__tensor *x = &g->t[r];
+    if (lt->planned[r]) return (g->t[t].flags & BP_TENSOR_OUTPUT) ? BP_KIND_OUTPUT : BP_KIND_PLANNED;
+    if (x->dynamic || g->t[t].dynamic) return BP_KIND_DYNAMIC;
+    if (x->flags & (BP_TENSOR_WEIGHT | BP_TENSOR_CONST)) return BP_KIND_WEIGHT;
+    if (x->producer >= 0) return BP_KIND_WEIGHT; /* an unplanned constant */
+    return BP_KIND_INPUT;
+}
+
+bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts, const int32_t *order,
+                              bp_plan **out, bp_error *err)
+{
+    *out = NULL;
+    if (!g->finalized) return bp__err(err, BP_ERR_USAGE, "%s: the graph is not finalized (call bp_graph_finalize)", g->name);
+    bp_plan_options defaults;
+    if (!opts) { bp_plan_options_init(&defaults); opts = &defaults; }
+    uint64_t align = opts->alignment ? opts->alignment : 1;
+    if (align & (align - 1)) return bp__err(err, BP_ERR_USAGE, "%s: alignment %llu is not a power of two", g->name, (unsigned long long)align);
+    if ((unsigned)opts->assign >= BP_ASSIGN_COUNT) return bp__err(err, BP_ERR_USAGE, "%s: unknown assigner %d", g->name, (int)opts->assign);
+    double t0 = bp__now();
+    const bp_allocator *a = &g->alloc;
+    size_t nt = g->n_t;
+
+    bp_plan *p = bp__plan_alloc(a, (int32_t)nt, (int32_t)g->n_o);
+    if (!p) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory allocating the plan", g->name);
+    p->alignment = align;
+    p->sched = opts->sched;
+    p->assign = opts->assign;
+    memcpy(p->order, order, g->n_o * sizeof *order);
+
+    bp__storage st = {0};
+    bp__lifetimes lt = {0};
+    bp_interval *iv = NULL;
+    uint64_t *offs = NULL;
+    int32_t *slot = NULL, *buf = NULL;
+    size_t n_iv = 0;
+    bp_status s = bp__storage_build(g, opts, &st, err);
+    if (!s) s = bp__lifetimes_compute(g, opts, &st, order, &lt, err);
+    if (s) goto done;
+
+    /* One interval per planned storage that is used. */
+    slot = bp__alloc(a, (nt ? nt : 1) * sizeof *slot);
+    if (!slot) { s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name); goto done; }
+    for (size_t t = 0; t < nt; t++) {
+        slot[t] = -1;
+        if (lt.root[t] == (int32_t)t && lt.planned[t] && lt.sfirst[t] >= 0) slot[t] = (int32_t)n_iv++;
+    }
+    iv = bp__alloc(a, (n_iv ? n_iv : 1) * sizeof *iv);
+    offs = bp__alloc(a, (n_iv ? n_iv : 1) * sizeof *offs);
+    if (!iv || !offs) { s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name); goto done; }
+    for (size_t t = 0; t < nt; t++) {
+        if (slot[t] < 0) continue;
+        iv[slot[t]] = (bp_interval){lt.sfirst[t], (int64_t)lt.slast[t] + 1, bp__align_up(lt.ssize[t], align), align, BP_NO_OFFSET};
+    }
+    p->stats.schedule_seconds = 0;
+    double ta = bp__now();
+    bp_assign_options ao;
+    bp_assign_options_init(&ao);
+    ao.time_limit = opts->time_limit;
+    ao.seed = opts->seed;
+    ao.progress = opts->progress;
+    ao.alloc = &g->alloc;   /* the assigners' scratch comes from the graph's allocator too */
+    bp_assign_result ar;
+    memset(&ar, 0, sizeof ar);
+    if (opts->fence_aware) {
+        int32_t *roots = bp__alloc(a, (n_iv ? n_iv : 1) * sizeof *roots);
+        if (!roots) { s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name); goto done; }
+        for (size_t t = 0; t < nt; t++) if (slot[t] >= 0) roots[slot[t]] = (int32_t)t;
+        s = bp__assign_fence_aware(g, &lt, iv, roots, n_iv, offs, &ar, err);
+        bp__free(a, roots, (n_iv ? n_iv : 1) * sizeof *roots);
+    } else {
+        s = bp_assign_intervals(iv, n_iv, opts->assign, &ao, offs, &ar, err);
+    }
+    p->stats.assign_seconds = bp__now() - ta;
+    if (s) goto done;
+    p->stats.optimal = ar.optimal;
+
+    /* Buffer ids: for color, the rank of the storage's color base among the
+     * distinct bases; otherwise the storage's own index. */
+    buf = bp__alloc(a, (n_iv ? n_iv : 1) * sizeof *buf);
+    if (!buf) { s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name); goto done; }
+    for (size_t i = 0; i < n_iv; i++) buf[i] = (int32_t)i;
+    if (opts->assign == BP_ASSIGN_COLOR && n_iv) {
+        uint64_t *bases = bp__alloc(a, n_iv * sizeof *bases);
+        if (!bases) { s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name); goto done; }
+        memcpy(bases, offs, n_iv * sizeof *bases);
+        qsort(bases, n_iv, sizeof *bases, cmp_u64);
+        size_t nb = 0;
+        for (size_t i = 0; i < n_iv; i++) if (!nb || bases[nb - 1] != bases[i]) bases[nb++] = bases[i];
+        for (size_t i = 0; i < n_iv; i++) {
+            size_t lo = 0, hi = nb; /* bases[lo] <= offs[i] < bases[hi] */
+            while (lo + 1 < hi) { size_t mid = (lo + hi) / 2; if (bases[mid] <= offs[i]) lo = mid; else hi = mid; }
+            buf[i] = (int32_t)lo;
+        }
+        bp__free(a, bases, n_iv * sizeof *bases);
+    }
+
+    {
+        uint64_t arena = 0, naive = 0, storage_bytes = 0, dyn = 0;
+        int32_t n_planned = 0, n_dyn = 0;
+        for (size_t t = 0; t < nt; t++) {
+            bp_tensor_plan *tp = &p->tp[t];
+            int32_t r = lt.root[t];
+            tp->first = lt.first[t];
+            tp->last = lt.last[t];
+            tp->bytes = g->t[t].bytes;
+            tp->kind = tensor_kind(g, &lt, (int32_t)t);
+            tp->alias_of = r != (int32_t)t ? r : -1;
+            int32_t si = slot[r];
+            if (si >= 0) {
+                tp->offset = offs[si];
+                tp->buffer = buf[si];
+                uint64_t end = offs[si] + iv[si].size;
+                if (end > arena) arena = end;
+                n_planned++;
+                if (r == (int32_t)t) storage_bytes += lt.ssize[r];
+            }
+            /* naive: every op output its own buffer, whatever aliasing does */
+            if (g->t[t].producer >= 0 && !g->t[t].dynamic && (!(g->t[t].flags & BP_TENSOR_CONST) || opts->plan_constants))
+                naive += g->t[t].bytes;
+            if (si < 0 && tp->kind == BP_KIND_DYNAMIC) {
+                n_dyn++;
+                dyn += g->t[t].bytes;
+            }
+        }
+        p->stats.arena_bytes = arena;
+        p->stats.naive_bytes = naive;
+        p->stats.alias_saved_bytes = naive > storage_bytes ? naive - storage_bytes : 0;
+        p->stats.dynamic_bytes = dyn;
+        p->stats.n_planned = n_planned;
+        p->stats.n_storages = (int32_t)n_iv;
+        p->stats.n_dynamic = n_dyn;
+    }
+    p->stats.lower_bound_bytes = bp__lifetimes_peak(g, &lt, align, &p->stats.peak_step);
+    if (p->stats.peak_step < 0 && g->n_o > 0) {   /* bp__lifetimes_peak could not allocate */
+        s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory computing the lower bound", g->name);
+        goto done;
+    }
+    s = bp__plan_build_events(p, g, err);
+    if (s) goto done;
+    p->stats.plan_seconds = bp__now() - t0;
+    if (opts->budget && p->stats.arena_bytes > opts->budget)
+        s = bp__err(err, BP_ERR_BUDGET, "%s: the plan needs %llu bytes, over the budget of %llu bytes (lower bound for this order: %llu)",
+                    g->name, (unsigned long long)p->stats.arena_bytes, (unsigned long long)opts->budget,
+                    (unsigned long long)p->stats.lower_bound_bytes);
+
+done:
+    bp__free(a, slot, nt * sizeof *slot);
+    bp__free(a, buf, n_iv * sizeof *buf);
+    bp__free(a, iv, n_iv * sizeof *iv);
+    bp__free(a, offs, n_iv * sizeof *offs);
+    bp__lifetimes_free(g, &lt);
+    bp__storage_free(g, &st);
+    if (s) { bp_plan_free(p); return s; }
+    *out = p;
+    return BP_OK;
+}
+
+bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan **out, bp_error *err)
+{
+    *out = NULL;
+    if (!g->finalized) return bp__err(err, BP_ERR_USAGE, "%s: the graph is not finalized (call bp_graph_finalize)", g->name);
+    bp_plan_options defaults;
+    if (!opts) { bp_plan_options_init(&defaults); opts = &defaults; }
+    int32_t *order = bp__alloc(&g->alloc, (g->n_o ? g->n_o : 1) * sizeof *order);
+    if (!order) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
+    double t0 = bp__now();
+    bp_schedule_info info;
+    memset(&info, 0, sizeof info);
+    /* given and kahn without a budget need no evaluator (their peak is the
+     * plan's lower bound anyway): the fast path of bp_schedule */
+    bp_status s = (opts->sched == BP_SCHED_GIVEN || opts->sched == BP_SCHED_KAHN) && !opts->budget
+                      ? bp_schedule(g, opts, order, err)
+                      : bp_schedule_ex(g, opts, order, &info, err);
+    double ts = bp__now() - t0;
+    if (!s) s = bp_plan_graph_order(g, opts, order, out, err);
+    if (*out) {
+        double ms = 0;
+        if (bp_schedule_makespan(g, order, opts->threads > 0 ? opts->threads : 1, &ms, NULL) == BP_OK)
+            (*out)->stats.makespan = ms;
+        (*out)->stats.sched_optimal = info.optimal;
+        (*out)->stats.schedule_seconds = ts;
+        (*out)->stats.plan_seconds = bp__now() - t0;
+    }
+    bp__free(&g->alloc, order, g->n_o * sizeof *order);
+    return s;
+}

@@ -1,0 +1,783 @@
+/*
+ * schedule_best.c — `best`: the lowest peak bufplan can find in its time.
+ *
+ * 1. Portfolio: every fast order (given, kahn, dfs, list, lpmf, seed with a
+ *    few alpha/beta pairs), each scored with the exact evaluator; keep the
+ *    lowest.  `best` is therefore never worse than any baseline.
+ * 2. Restarts: list, lpmf, seed and dfs again with randomised tie-breaks
+ *    (and a random alpha for seed), seeded from opts->seed.
+ * 3. Exact search for small graphs: dynamic programming over the sets of
+ *    scheduled ops (the state is the set: what is live after it does not
+ *    depend on the order inside it), layer by layer, each set kept once with
+ *    its lowest peak, pruned by the best peak known.  A cap on the states per
+ *    layer turns it into beam search (then it proves nothing).
+ * 4. Window search: around each step where the peak is reached, the ops of
+ *    a window of the current order are re-ordered by the same exact search,
+ *    started from the state the prefix leaves (ops outside the window keep
+ *    their steps, so any order of the window is topological).  A new order
+ *    is kept when the exact evaluator says it is better: lower peak, or the
+ *    same peak reached at fewer steps.
+ * 5. Local search (schedule_local.c): ops near the peak step slide across it
+ *    within their dependency windows, the profile kept in a segment tree.
+ * 6. Decomposition (schedule_decomp.c), one more candidate: cut points,
+ *    components and single-entry/single-exit regions as macro-ops, the
+ *    exact search on the pieces (up to half the work left), every piece
+ *    falling back to the best order so far.  It runs after 5, so 1-5 are
+ *    as without it; when it beats them, 4 and 5 run again from its order.
+ *    Exact pieces joined at cut points prove the order optimal.
+ * Lower bound: the static one of the sgraph, or, for graphs of up to 4,096
+ * ops, the bytes that must be live at some op's step in every order (see
+ * best_forced_lb); the search stops when the peak reaches it (optimal).
+ * The search is bounded by a work count derived from opts->time_limit
+ * (calibrated at about 2e8 units per second; a greedy run over V ops with E
+ * touches costs 60 (V + E)), not by the clock, so the result is the same for
+ * the same seed and limit.  A wall-clock stop at twice the limit is only a
+ * safety net for machines much slower than the calibration.  The portfolio
+ * always runs in full (it is what makes best never worse than a baseline).
+ */
+#include "schedule/schedule_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BP_WORK_PER_SECOND 2e8
+
+/* --------------------------------------------------- exact search (DP) */
+
+typedef struct dp_key { int32_t op, local; } dp_key;
+
+static int dp_key_cmp(const void *x, const void *y)
+{
+    const dp_key *a = x, *b = y;
+    return (a->op > b->op) - (a->op < b->op);
+}
+
+static int32_t dp_local(const dp_key *keys, int32_t k, int32_t op)
+{
+    int32_t lo = 0, hi = k;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (keys[mid].op < op) lo = mid + 1; else hi = mid;
+    }
+    return lo < k && keys[lo].op == op ? keys[lo].local : -1;
+}
+
+static int i32_cmp(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+typedef struct dp_state {
+    uint64_t peak, mem;
+    int32_t parent, op;
+} dp_state;
+
+typedef struct dp {
+    const bp__sgraph *sg;
+    const bp__sim *st;
+    const bp_allocator *a;
+    int32_t k, W, nls;
+    const int32_t *ops;
+    uint64_t *pmask;          /* k * W */
+    int32_t *lt_off, *lt;     /* local op -> local storages */
+    int32_t *ls;              /* local storage -> storage */
+    uint64_t *smask;          /* nls * W */
+    /* states */
+    uint64_t *mask; size_t mask_cap;
+    dp_state *s; size_t s_cap, n;
+    int32_t *hash; size_t hcap;
+    /* per transition scratch */
+    int32_t *cnt;             /* nls */
+    size_t ntouch;
+} dp;
+
+static inline int popc(uint64_t x) { return __builtin_popcountll(x); }
+
+static uint64_t dp_hash(const uint64_t *m, int32_t W)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int32_t w = 0; w < W; w++) {
+        h ^= m[w] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xbf58476d1ce4e5b9ull;
+    }
+    return h ^ (h >> 31);
+}
+
+/* Index of the state with mask m among [lo, n), inserting a slot if absent
+ * (returns -(index) - 2 for a new slot to fill). */
+static int64_t dp_lookup(dp *d, const uint64_t *m, size_t lo)
+{
+    size_t mask = d->hcap - 1, h = (size_t)dp_hash(m, d->W) & mask;
+    for (;;) {
+        int32_t i = d->hash[h];
+        if (i < 0) return -(int64_t)h - 2;
+        if ((size_t)i >= lo && memcmp(d->mask + (size_t)i * d->W, m, (size_t)d->W * 8) == 0) return i;
+        h = (h + 1) & mask;
+    }
+}
+
+static bool dp_reserve(dp *d, size_t need)
+{
+    if (need > d->s_cap) {
+        size_t oc = d->s_cap, mc = d->mask_cap;
+        if (!bp__grow(d->a, (void **)&d->s, &d->s_cap, need, sizeof *d->s)) return false;
+        (void)oc;
+        size_t want = d->s_cap * (size_t)d->W;
+        if (want > mc && !bp__grow(d->a, (void **)&d->mask, &d->mask_cap, want, sizeof *d->mask)) return false;
+    }
+    return true;
+}
+
+typedef struct dp_rank { uint64_t peak, mem; int32_t i; } dp_rank;
+
+static int dp_rank_cmp(const void *x, const void *y)
+{
+    const dp_rank *a = x, *b = y;
+    if (a->peak != b->peak) return a->peak < b->peak ? -1 : 1;
+    if (a->mem != b->mem) return a->mem < b->mem ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Keeps the `keep` best states of the layer [lo, n) and rebuilds the hash. */
+static bool dp_truncate(dp *d, size_t lo, size_t keep)
+{
+    size_t cnt = d->n - lo;
+    dp_rank *r = bp__alloc(d->a, cnt * sizeof *r);
+    uint64_t *m = bp__alloc(d->a, keep * (size_t)d->W * sizeof *m);
+    dp_state *s = bp__alloc(d->a, keep * sizeof *s);
+    bool ok = r && m && s;
+    if (ok) {
+        for (size_t i = 0; i < cnt; i++) r[i] = (dp_rank){d->s[lo + i].peak, d->s[lo + i].mem, (int32_t)(lo + i)};
+        qsort(r, cnt, sizeof *r, dp_rank_cmp);
+        for (size_t i = 0; i < keep; i++) {
+            s[i] = d->s[r[i].i];
+            memcpy(m + i * (size_t)d->W, d->mask + (size_t)r[i].i * d->W, (size_t)d->W * 8);
+        }
+        memcpy(d->s + lo, s, keep * sizeof *s);
+        memcpy(d->mask + lo * (size_t)d->W, m, keep * (size_t)d->W * 8);
+        d->n = lo + keep;
+        for (size_t i = 0; i < d->hcap; i++) d->hash[i] = -1;
+        for (size_t i = lo; i < d->n; i++) {
+            int64_t h = dp_lookup(d, d->mask + i * (size_t)d->W, lo);
+            d->hash[-h - 2] = (int32_t)i;
+        }
+    }
+    bp__free(d->a, r, cnt * sizeof *r);
+    bp__free(d->a, m, keep * (size_t)d->W * sizeof *m);
+    bp__free(d->a, s, keep * sizeof *s);
+    return ok;
+}
+
+/* Doubles the hash table and re-inserts the layer [lo, n). */
+static bool dp_rehash(dp *d, size_t lo)
+{
+    size_t nc = d->hcap * 2;
+    int32_t *h = bp__alloc(d->a, nc * sizeof *h);
+    if (!h) return false;
+    bp__free(d->a, d->hash, d->hcap * sizeof *d->hash);
+    d->hash = h;
+    d->hcap = nc;
+    for (size_t i = 0; i < nc; i++) h[i] = -1;
+    for (size_t i = lo; i < d->n; i++) {
+        int64_t x = dp_lookup(d, d->mask + i * (size_t)d->W, lo);
+        d->hash[-x - 2] = (int32_t)i;
+    }
+    return true;
+}
+
+/* Memory during local op i's step from state mask S (memory mem), and after. */
+static void dp_step(dp *d, const uint64_t *S, int32_t nS, uint64_t mem, int32_t i, uint64_t *during, uint64_t *after)
+{
+    const bp__sgraph *sg = d->sg;
+    const bp__sim *st = d->st;
+    int32_t v = d->ops[i], W = d->W;
+    for (int32_t j = d->lt_off[i]; j < d->lt_off[i + 1]; j++) {
+        int32_t y = d->lt[j], c = 0;
+        for (int32_t w = 0; w < W; w++) c += popc(d->smask[(size_t)y * W + w] & S[w]);
+        d->cnt[y] = c;
+    }
+#define REMN(y) (st->rem[d->ls[y]] - d->cnt[y])
+#define LIVEN(y) (st->live[d->ls[y]] == 1 || (st->live[d->ls[y]] == 0 && d->cnt[y] > 0))
+    /* in-place */
+    int32_t msi = -1, mso = -1;
+    if (st->step + nS + 1 < sg->n) {
+        for (int32_t c = sg->ip_off[v]; c < sg->ip_off[v + 1] && msi < 0; c++) {
+            const bp__ipc *ip = &sg->ip[c];
+            int32_t li = -1, lo = -1;
+            for (int32_t j = d->lt_off[i]; j < d->lt_off[i + 1]; j++) {
+                if (d->ls[d->lt[j]] == ip->si) li = d->lt[j];
+                if (d->ls[d->lt[j]] == ip->so) lo = d->lt[j];
+            }
+            if (li < 0 || lo < 0 || li == lo) continue;
+            if (REMN(li) != 1 || (sg->sflags[ip->si] & BP__SF_PINNED) || !LIVEN(li) || LIVEN(lo)) continue;
+            if (sg->g->t[ip->out].bytes > st->cbytes[ip->si]) continue;
+            msi = li;
+            mso = lo;
+        }
+    }
+    uint64_t al = 0, fr = 0;
+    for (int32_t j = d->lt_off[i]; j < d->lt_off[i + 1]; j++) {
+        int32_t y = d->lt[j], gy = d->ls[y];
+        if (y == msi) continue;
+        uint64_t sz = y == mso ? st->cur[d->ls[msi]] : st->cur[gy];
+        if (y != mso && !LIVEN(y)) al += sz;
+        if (REMN(y) == 1 && !(sg->sflags[gy] & BP__SF_PINNED)) fr += sz;
+    }
+#undef REMN
+#undef LIVEN
+    *during = mem + al;
+    *after = mem + al - fr;
+}
+
+static void dp_free(dp *d)
+{
+    const bp_allocator *a = d->a;
+    bp__free(a, d->pmask, (size_t)d->k * d->W * sizeof *d->pmask);
+    bp__free(a, d->lt_off, ((size_t)d->k + 1) * sizeof *d->lt_off);
+    size_t nls = d->nls ? (size_t)d->nls : 1;
+    bp__free(a, d->lt, (d->ntouch + 1) * sizeof *d->lt);
+    bp__free(a, d->ls, (d->ntouch + 1) * sizeof *d->ls);
+    bp__free(a, d->smask, nls * (size_t)d->W * sizeof *d->smask);
+    bp__free(a, d->cnt, nls * sizeof *d->cnt);
+    bp__free(a, d->mask, d->mask_cap * sizeof *d->mask);
+    bp__free(a, d->s, d->s_cap * sizeof *d->s);
+    bp__free(a, d->hash, d->hcap * sizeof *d->hash);
+}
+
+int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *region, int32_t k, uint64_t bound,
+                 size_t max_states, uint64_t *work, uint64_t work_limit, int32_t *out, bp__dp_result *res)
+{
+    return bp__sched_dp_groups(sg, start, region, k, NULL, k, bound, max_states, work, work_limit, out, res);
+}
+
+int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_t *region, int32_t k,
+                        const int32_t *grp_off, int32_t ng, uint64_t bound, size_t max_states, uint64_t *work,
+                        uint64_t work_limit, int32_t *out, bp__dp_result *res)
+{
+    res->peak = 0;
+    res->proven = 0;
+    res->states = 0;
+    if (k <= 0) { res->proven = 1; return 1; }
+    if (!grp_off) ng = k;
+    if (max_states < 1) max_states = 1;
+    dp d;
+    memset(&d, 0, sizeof d);
+    d.sg = sg;
+    d.st = start;
+    d.a = &sg->g->alloc;
+    d.k = k;
+    d.W = (k + 63) / 64;
+    d.ops = region;
+    int ret = -1;
+    int32_t W = d.W;
+    size_t ntouch = 0;
+    dp_key *keys = bp__alloc(d.a, (size_t)k * sizeof *keys);
+    int32_t *tmp = NULL;
+    uint64_t *S2 = bp__alloc(d.a, (size_t)W * sizeof *S2);
+    uint64_t *T = bp__alloc(d.a, (size_t)W * sizeof *T);
+    uint64_t *gmask = bp__calloc(d.a, (size_t)ng * W, sizeof *gmask); /* group: its ops */
+    uint64_t *gpred = bp__calloc(d.a, (size_t)ng * W, sizeof *gpred); /* group: predecessors outside it */
+    d.pmask = bp__calloc(d.a, (size_t)k * W, sizeof *d.pmask);
+    d.lt_off = bp__calloc(d.a, (size_t)k + 1, sizeof *d.lt_off);
+    if (!keys || !S2 || !T || !gmask || !gpred || !d.pmask || !d.lt_off) goto out;
+    for (int32_t i = 0; i < k; i++) {
+        keys[i] = (dp_key){region[i], i};
+        ntouch += (size_t)(sg->to_off[region[i] + 1] - sg->to_off[region[i]]);
+    }
+    d.ntouch = ntouch;
+    qsort(keys, (size_t)k, sizeof *keys, dp_key_cmp);
+    for (int32_t i = 0; i < k; i++) {
+        int32_t v = region[i];
+        for (int32_t j = sg->pr_off[v]; j < sg->pr_off[v + 1]; j++) {
+            int32_t l = dp_local(keys, k, sg->pr[j]);
+            if (l >= 0) d.pmask[(size_t)i * W + l / 64] |= 1ull << (l % 64);
+        }
+    }
+#define GLO(g) (grp_off ? grp_off[g] : (g))
+#define GHI(g) (grp_off ? grp_off[(g) + 1] : (g) + 1)
+    for (int32_t g = 0; g < ng; g++) {
+        uint64_t *gm = gmask + (size_t)g * W, *gp = gpred + (size_t)g * W;
+        for (int32_t i = GLO(g); i < GHI(g); i++) {
+            gm[i / 64] |= 1ull << (i % 64);
+            for (int32_t w = 0; w < W; w++) gp[w] |= d.pmask[(size_t)i * W + w];
+        }
+        for (int32_t w = 0; w < W; w++) gp[w] &= ~gm[w];
+    }
+    /* local storages */
+    tmp = bp__alloc(d.a, (ntouch + 1) * sizeof *tmp);
+    d.lt = bp__alloc(d.a, (ntouch + 1) * sizeof *d.lt);
+    if (!tmp || !d.lt) goto out;
+    size_t nt = 0;
+    for (int32_t i = 0; i < k; i++)
+        for (int32_t j = sg->to_off[region[i]]; j < sg->to_off[region[i] + 1]; j++) tmp[nt++] = sg->to[j];
+    qsort(tmp, nt, sizeof *tmp, i32_cmp);
+    size_t nls = 0;
+    for (size_t i = 0; i < nt; i++)
+        if (!nls || tmp[nls - 1] != tmp[i]) tmp[nls++] = tmp[i];
+    d.nls = (int32_t)nls;
+    d.ls = tmp;
+    tmp = NULL;
+    d.smask = bp__calloc(d.a, (nls ? nls : 1) * (size_t)W, sizeof *d.smask);
+    d.cnt = bp__calloc(d.a, nls ? nls : 1, sizeof *d.cnt);
+    if (!d.smask || !d.cnt) goto out;
+    {
+        size_t p = 0;
+        for (int32_t i = 0; i < k; i++) {
+            for (int32_t j = sg->to_off[region[i]]; j < sg->to_off[region[i] + 1]; j++) {
+                int32_t y = sg->to[j], lo = 0, hi = d.nls;
+                while (lo < hi) { int32_t mid = lo + (hi - lo) / 2; if (d.ls[mid] < y) lo = mid + 1; else hi = mid; }
+                d.lt[p++] = lo;
+                d.smask[(size_t)lo * W + i / 64] |= 1ull << (i % 64);
+            }
+            d.lt_off[i + 1] = (int32_t)p;
+        }
+    }
+    /* states: layer sizes are bounded by 2 * max_states while building */
+    d.hcap = 64; /* grows with the layer (load <= 1/2) */
+    d.hash = bp__alloc(d.a, d.hcap * sizeof *d.hash);
+    if (!d.hash || !dp_reserve(&d, 1)) goto out;
+    for (size_t i = 0; i < d.hcap; i++) d.hash[i] = -1;
+    memset(d.mask, 0, (size_t)W * 8);
+    d.s[0] = (dp_state){0, start->mem, -1, -1};
+    d.n = 1;
+    bool truncated = false;
+    size_t lo = 0, hi = 1;
+    for (int32_t L = 0; L < ng; L++) {
+        for (size_t i = 0; i < d.hcap; i++) d.hash[i] = -1;
+        for (size_t si = lo; si < hi; si++) {
+            const uint64_t *S = d.mask + si * (size_t)W;
+            int32_t nS = L;
+            if (grp_off) { nS = 0; for (int32_t w = 0; w < W; w++) nS += popc(S[w]); }
+            for (int32_t g = 0; g < ng; g++) {
+                int32_t g0 = GLO(g);
+                if (S[g0 / 64] >> (g0 % 64) & 1) continue;
+                bool ready = true;
+                for (int32_t w = 0; w < W && ready; w++) ready = (gpred[(size_t)g * W + w] & ~S[w]) == 0;
+                if (!ready) continue;
+                /* run the group's ops in their order */
+                uint64_t pk = d.s[si].peak, mem = d.s[si].mem, during = 0, after = mem;
+                const uint64_t *X = S;
+                if (GHI(g) - g0 > 1) { memcpy(T, S, (size_t)W * 8); X = T; }
+                for (int32_t i = g0; i < GHI(g); i++) {
+                    dp_step(&d, X, nS + (i - g0), mem, i, &during, &after);
+                    *work += (uint64_t)(d.lt_off[i + 1] - d.lt_off[i] + 1) * (uint64_t)W;
+                    if (during >= bound) break;
+                    if (during > pk) pk = during;
+                    mem = after;
+                    if (X == T) T[i / 64] |= 1ull << (i % 64);
+                }
+                if (during >= bound) continue;
+                if (X == T) memcpy(S2, T, (size_t)W * 8);
+                else {
+                    memcpy(S2, S, (size_t)W * 8);
+                    S2[g0 / 64] |= 1ull << (g0 % 64);
+                }
+                if ((d.n - hi + 1) * 2 > d.hcap) {
+                    if (!dp_rehash(&d, hi)) goto out;
+                    *work += (uint64_t)(d.n - hi) * (uint64_t)(W + 4);
+                }
+                int64_t h = dp_lookup(&d, S2, hi);
+                *work += (uint64_t)W * 2 + 4; /* hash, compare */
+                if (h >= 0) {
+                    dp_state *x = &d.s[h];
+                    if (pk < x->peak || (pk == x->peak && after < x->mem)) *x = (dp_state){pk, after, (int32_t)si, g};
+                    continue;
+                }
+                if (!dp_reserve(&d, d.n + 1)) goto out;
+                S = d.mask + si * (size_t)W; /* the arena may have moved */
+                memcpy(d.mask + d.n * (size_t)W, S2, (size_t)W * 8);
+                d.s[d.n] = (dp_state){pk, after, (int32_t)si, g};
+                d.hash[-h - 2] = (int32_t)d.n;
+                d.n++;
+                res->states++;
+                *work += (uint64_t)W + 4;
+                if (d.n - hi >= 2 * max_states) {
+                    if (!dp_truncate(&d, hi, max_states)) goto out;
+                    *work += 2 * max_states * (uint64_t)(W + 40); /* sort and copy */
+                    truncated = true;
+                }
+            }
+            if (work_limit && *work > work_limit) { ret = 0; truncated = true; goto done; }
+        }
+        if (d.n == hi) { ret = 0; goto done; } /* nothing below the bound */
+        if (d.n - hi > max_states) {
+            *work += (uint64_t)(d.n - hi) * (uint64_t)(W + 40);
+            if (!dp_truncate(&d, hi, max_states)) goto out;
+            truncated = true;
+        }
+        lo = hi;
+        hi = d.n;
+    }
+    /* One state left: everything scheduled.  Walk back. */
+    {
+        size_t best = lo;
+        res->peak = d.s[best].peak;
+        int32_t idx = (int32_t)best, at = k;
+        for (int32_t L = ng - 1; L >= 0; L--) {
+            int32_t g = d.s[idx].op;
+            for (int32_t i = GHI(g) - 1; i >= GLO(g); i--) out[--at] = region[i];
+            idx = d.s[idx].parent;
+        }
+        ret = 1;
+    }
+done:
+    res->proven = !truncated;
+out:
+    bp__free(d.a, keys, (size_t)k * sizeof *keys);
+    bp__free(d.a, S2, (size_t)W * sizeof *S2);
+    bp__free(d.a, T, (size_t)W * sizeof *T);
+    bp__free(d.a, gmask, (size_t)ng * W * sizeof *gmask);
+    bp__free(d.a, gpred, (size_t)ng * W * sizeof *gpred);
+    bp__free(d.a, tmp, (ntouch + 1) * sizeof *tmp);
+    dp_free(&d);
+    return ret;
+#undef GLO
+#undef GHI
+}
+
+/* ------------------------------------------------------------- portfolio */
+
+typedef struct best_ctx {
+    const bp__sgraph *sg;
+    bp__eval *ev;
+    uint64_t *prof;          /* n: memory per step */
+    int32_t *best;           /* n: best order so far */
+    uint64_t peak;
+    int32_t npk;             /* steps at the peak */
+    const char *name;
+} best_ctx;
+
+/* Keeps order if it beats the best: lower peak, or fewer steps at it. */
+static bool best_consider(best_ctx *b, const int32_t *order, const char *name)
+{
+    uint64_t p = bp__eval_profile(b->ev, order, b->prof);
+    int32_t npk = 0;
+    for (int32_t s = 0; s < b->sg->n; s++) npk += b->prof[s] == p;
+    if (b->name && (p > b->peak || (p == b->peak && npk >= b->npk))) return false;
+    b->peak = p;
+    b->npk = npk;
+    b->name = name;
+    if (order != b->best) memcpy(b->best, order, (size_t)b->sg->n * sizeof *order);
+    return true;
+}
+
+/* Work units of one greedy run (calibrated: ~2e8 units per second). */
+static uint64_t run_cost(const bp__sgraph *sg) { return ((uint64_t)sg->n + (uint64_t)sg->to_off[sg->n]) * 60 + 64; }
+
+uint64_t bp__sched_portfolio(const bp__sgraph *sg, bp__eval *ev, const bp_plan_options *o, const double *cost,
+                             int32_t *order, const char **name, uint64_t *work, bp_error *err)
+{
+    const bp_allocator *a = &sg->g->alloc;
+    size_t n1 = (size_t)sg->n + 1;
+    int32_t *cand = bp__alloc(a, n1 * sizeof *cand);
+    uint64_t *prof = bp__alloc(a, n1 * sizeof *prof);
+    if (!cand || !prof) {
+        bp__free(a, cand, n1 * sizeof *cand);
+        bp__free(a, prof, n1 * sizeof *prof);
+        bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", sg->g->name);
+        return UINT64_MAX;
+    }
+    best_ctx b = {sg, ev, prof, order, 0, 0, NULL};
+    static const double weights[][2] = {{0, 0}, {1.0, 0.0}, {0.5, 0.5}, {0.9, 0.1}};
+    bp_status st = BP_OK;
+    for (int k = 0; k < 9 && st != BP_ERR_NOMEM; k++) {
+        bp_error e;
+        const char *nm = NULL;
+        switch (k) {
+        case 0: st = bp__sched_given(sg->g, cand, &e); nm = "given"; break;
+        case 1: st = bp__sched_kahn(sg->g, cand, &e); nm = "kahn"; break;
+        case 2: st = bp__sched_dfs(sg, 0, cand, &e); nm = "dfs"; break;
+        case 3: st = bp__sched_list(sg, 0, cand, &e); nm = "list"; break;
+        case 4: st = bp__sched_lpmf(sg, 0, cand, &e); nm = "lpmf"; break;
+        default: {
+            double al = k == 5 ? o->alpha : weights[k - 5][0], be = k == 5 ? o->beta : weights[k - 5][1];
+            st = bp__sched_seed(sg, cost, al, be, 0, cand, &e);
+            nm = "seed";
+        }
+        }
+        if (work) *work += run_cost(sg);
+        if (st == BP_ERR_NOMEM && err) *err = e;
+        if (st) continue;
+        best_consider(&b, cand, nm);
+    }
+    bp__free(a, cand, n1 * sizeof *cand);
+    bp__free(a, prof, n1 * sizeof *prof);
+    if (!b.name) {
+        if (st != BP_ERR_NOMEM) bp__err(err, BP_ERR_INVALID, "%s: the graph has a cycle", sg->g->name);
+        return UINT64_MAX;
+    }
+    if (name) *name = b.name;
+    return b.peak;
+}
+
+/* ----------------------------------------------------- forced lower bound */
+
+/* A lower bound of the peak over all orders, from what must be live
+ * together.  At the step of op v, a storage with a toucher among v's
+ * ancestors (v included) and one among its descendants (v included) is
+ * live in every order: its hull spans v's step.  So is one live from the
+ * start (a read input) with a toucher among the descendants, or a pinned
+ * output with a toucher among the ancestors.  An in-place write could make
+ * such a storage share bytes with its input: outputs that may be merged in
+ * some order (an in-place candidate whose input is not pinned and has no
+ * toucher among the writer's descendants) are left out, so the bound holds
+ * for every order.  Per storage,
+ * the ops v where it is forced are (union of the touchers' descendants) and
+ * (union of their ancestors), as bitsets: O(V (V + E) / 64) time, V^2 / 32
+ * bytes, so only for graphs of up to 4,096 ops.  Returns 0 when skipped. */
+static uint64_t best_forced_lb(const bp__sgraph *sg, uint64_t *work)
+{
+    const bp_allocator *a = &sg->g->alloc;
+    int32_t n = sg->n, W = (n + 63) / 64;
+    if (n < 2 || n > 4096 || !sg->ns) return 0;
+    size_t nw = (size_t)n * W;
+    uint64_t *anc = bp__calloc(a, nw, sizeof *anc), *des = bp__calloc(a, nw, sizeof *des);
+    uint64_t *x = bp__alloc(a, 2 * (size_t)W * sizeof *x), *sum = bp__calloc(a, (size_t)n, sizeof *sum);
+    int32_t *ord = bp__alloc(a, (size_t)n * sizeof *ord), *indeg = bp__alloc(a, (size_t)n * sizeof *indeg);
+    uint8_t *merge = bp__calloc(a, (size_t)sg->ns, 1);
+    uint64_t lb = 0;
+    if (!anc || !des || !x || !sum || !ord || !indeg || !merge) goto out;
+    /* a topological order (Kahn) */
+    int32_t k = 0, h = 0;
+    for (int32_t v = 0; v < n; v++) if (!(indeg[v] = sg->pr_off[v + 1] - sg->pr_off[v])) ord[k++] = v;
+    while (h < k) {
+        int32_t v = ord[h++];
+        for (int32_t j = sg->su_off[v]; j < sg->su_off[v + 1]; j++)
+            if (--indeg[sg->su[j]] == 0) ord[k++] = sg->su[j];
+    }
+    if (k != n) goto out; /* a cycle: the caller fails on it anyway */
+    for (int32_t i = 0; i < n; i++) {
+        int32_t v = ord[i];
+        uint64_t *av = anc + (size_t)v * W;
+        av[v / 64] |= 1ull << (v % 64);
+        for (int32_t j = sg->pr_off[v]; j < sg->pr_off[v + 1]; j++)
+            for (int32_t w = 0; w < W; w++) av[w] |= anc[(size_t)sg->pr[j] * W + w];
+    }
+    for (int32_t i = n - 1; i >= 0; i--) {
+        int32_t v = ord[i];
+        uint64_t *dv = des + (size_t)v * W;
+        dv[v / 64] |= 1ull << (v % 64);
+        for (int32_t j = sg->su_off[v]; j < sg->su_off[v + 1]; j++)
+            for (int32_t w = 0; w < W; w++) dv[w] |= des[(size_t)sg->su[j] * W + w];
+    }
+    *work += (uint64_t)(sg->pr_off[n] + n) * (uint64_t)W * 4;
+    for (int32_t v = 0; v < n; v++)
+        for (int32_t c = sg->ip_off[v]; c < sg->ip_off[v + 1]; c++) {
+            int32_t si = sg->ip[c].si;
+            bool may = !(sg->sflags[si] & BP__SF_PINNED); /* a pinned input never ends */
+            for (int32_t j = sg->so_off[si]; j < sg->so_off[si + 1] && may; j++) {
+                int32_t u = sg->so[j];
+                may = u == v || !(des[(size_t)v * W + u / 64] >> (u % 64) & 1);
+            }
+            if (may) merge[sg->ip[c].so] = 1;
+        }
+    for (int32_t y = 0; y < sg->ns; y++) {
+        if (merge[y] || sg->so_off[y + 1] == sg->so_off[y]) continue;
+        /* xd: ops with a toucher among their ancestors (or live from the
+         * start); xa: ops with one among their descendants (or pinned) */
+        uint64_t *xd = x, *xa = x + W;
+        uint64_t fd = (sg->sflags[y] & BP__SF_EXTLIVE) ? ~0ull : 0, fa = (sg->sflags[y] & BP__SF_PINNED) ? ~0ull : 0;
+        for (int32_t w = 0; w < W; w++) { xd[w] = fd; xa[w] = fa; }
+        for (int32_t j = sg->so_off[y]; j < sg->so_off[y + 1]; j++) {
+            int32_t u = sg->so[j];
+            for (int32_t w = 0; w < W; w++) {
+                xd[w] |= des[(size_t)u * W + w];
+                xa[w] |= anc[(size_t)u * W + w];
+            }
+        }
+        for (int32_t w = 0; w < W; w++) {
+            uint64_t m = xd[w] & xa[w];
+            while (m) {
+                int32_t v = w * 64 + __builtin_ctzll(m);
+                m &= m - 1;
+                if (v < n) sum[v] += sg->ssize[y];
+            }
+        }
+        *work += (uint64_t)(sg->so_off[y + 1] - sg->so_off[y] + 2) * (uint64_t)W * 2;
+    }
+    for (int32_t v = 0; v < n; v++) if (sum[v] > lb) lb = sum[v];
+out:
+    bp__free(a, anc, nw * sizeof *anc);
+    bp__free(a, des, nw * sizeof *des);
+    bp__free(a, x, 2 * (size_t)W * sizeof *x);
+    bp__free(a, sum, (size_t)n * sizeof *sum);
+    bp__free(a, ord, (size_t)n * sizeof *ord);
+    bp__free(a, indeg, (size_t)n * sizeof *indeg);
+    bp__free(a, merge, (size_t)sg->ns);
+    return lb;
+}
+
+/* ------------------------------------------------------------------ best */
+
+/* the decomposition's least work allowance (about 0.25 s) */
+#define DECOMP_MIN_WORK ((uint64_t)(BP_WORK_PER_SECOND / 4))
+
+/* 4 and 5: window search, then local search, from the best order so far
+ * (b->best); b, *work, *optimal and *states are updated. */
+static bp_status best_refine(bp__sched_env *env, best_ctx *b, int32_t *cand, int32_t *win, uint64_t *bprof,
+                             uint64_t *workp, uint64_t limit, double deadline, uint64_t flb, int *optimalp,
+                             uint64_t *statesp, bp_error *err)
+{
+    const bp_graph *g = env->sg.g;
+    int32_t n = env->sg.n;
+    bp_status st = BP_OK;
+    uint64_t work = *workp, states = *statesp;
+    int optimal = *optimalp;
+    /* 4. window search around the peak */
+    static const int32_t wsize[] = {10, 16, 24, 36};
+    static const size_t wcap[] = {1024, 1024, 2048, 2048};
+    while (!optimal && work < limit && n > 2 && bp__now() < deadline) {
+        bool improved = false;
+        int32_t tried = 0;
+        bp__eval_profile(&env->ev, b->best, bprof);
+        for (int32_t p = 0; p < n && !improved && tried < 16 && work < limit; p++) {
+            if (bprof[p] != b->peak) continue;
+            tried++;
+            for (size_t wi = 0; wi < sizeof wsize / sizeof wsize[0] && !improved && work < limit && bp__now() < deadline; wi++) {
+                int32_t w = wsize[wi] < n ? wsize[wi] : n;
+                int32_t lo = p - w / 2;
+                if (lo < 0) lo = 0;
+                if (lo + w > n) lo = n - w;
+                bp__sim_reset(&env->sim);
+                for (int32_t i = 0; i < lo; i++) bp__sim_run(&env->sim, b->best[i]);
+                work += (uint64_t)lo * 40 + (uint64_t)(n + env->sg.ns) * 4;
+                bp__dp_result r;
+                int ok = bp__sched_dp(&env->sg, &env->sim, b->best + lo, w, b->peak + 1, wcap[wi], &work, 0, win, &r);
+                states += r.states;
+                if (ok < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the window search", g->name); return st; }
+                if (ok != 1) continue;
+                memcpy(cand, b->best, (size_t)n * sizeof *cand);
+                memcpy(cand + lo, win, (size_t)w * sizeof *cand);
+                work += run_cost(&env->sg) / 4;
+                const char *wn = b->name;
+                if (strncmp(wn, "window", 6) != 0) wn = "window";
+                if (best_consider(b, cand, wn)) improved = true;
+            }
+        }
+        if (!improved) break;
+        if (b->peak <= flb) optimal = 1;
+    }
+    /* 5. local search on the whole order around the peak (after the window
+     * search: it only ever improves on what the windows left) */
+    if (!optimal && work < limit && bp__now() < deadline) {
+        memcpy(cand, b->best, (size_t)n * sizeof *cand);
+        uint64_t lim = work + (limit - work) / 2;
+        int lr = bp__sched_local(&env->sg, &env->ev, cand, &work, lim);
+        if (lr < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the local search", g->name); return st; }
+        if (lr > 0) {
+            char const *ln = b->name;
+            best_consider(b, cand, strstr(ln, "+local") || !strcmp(ln, "local") ? ln : "local");
+        }
+        if (b->peak <= flb) optimal = 1;
+    }
+
+    *workp = work;
+    *statesp = states;
+    *optimalp = optimal;
+    return st;
+}
+
+bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *order, bp_schedule_info *info,
+                         bp_error *err)
+{
+    const bp_graph *g = env->sg.g;
+    const bp_allocator *a = &g->alloc;
+    size_t n1 = g->n_o + 1;
+    int32_t n = (int32_t)g->n_o;
+    bp_status st = BP_OK;
+    int32_t *cand = bp__alloc(a, n1 * sizeof *cand), *win = bp__alloc(a, n1 * sizeof *win);
+    uint64_t *prof = bp__alloc(a, n1 * sizeof *prof), *bprof = bp__alloc(a, n1 * sizeof *bprof);
+    if (!cand || !win || !prof || !bprof) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", g->name); goto out; }
+    double tl = o->time_limit > 0 ? o->time_limit : 10.0;
+    uint64_t limit = (uint64_t)(tl * BP_WORK_PER_SECOND), work = 0;
+    double deadline = bp__now() + 2 * tl; /* safety net only: work runs out first */
+    uint64_t seed = o->seed ? o->seed : 1;
+
+    /* 1. portfolio */
+    const char *nm = NULL;
+    if (bp__sched_portfolio(&env->sg, &env->ev, o, env->cost, order, &nm, &work, err) == UINT64_MAX) { st = err ? err->status : BP_ERR_INVALID; goto out; }
+    best_ctx b = {&env->sg, &env->ev, prof, order, 0, 0, NULL};
+    best_consider(&b, order, nm);
+    uint64_t flb = best_forced_lb(&env->sg, &work);
+    if (flb < env->sg.lb) flb = env->sg.lb;
+    int optimal = b.peak <= flb;
+    uint64_t states = 0;
+
+    /* 2. exact search on small graphs */
+    if (!optimal && n <= 64) {
+        bp__dp_result r;
+        bp__sim_reset(&env->sim);
+        for (int32_t i = 0; i < n; i++) cand[i] = i;
+        int ok = bp__sched_dp(&env->sg, &env->sim, cand, n, b.peak, (size_t)1 << 14, &work, limit / 2, win, &r);
+        states += r.states;
+        if (ok < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the exact search", g->name); goto out; }
+        if (ok == 1) best_consider(&b, win, "dp");
+        if (r.proven && env->sg.dp_exact) optimal = 1;
+    }
+
+    /* 3. restarts with random tie-breaks */
+    for (uint32_t r = 1; !optimal && r <= 64 && work + run_cost(&env->sg) <= limit / 3 && bp__now() < deadline; r++) {
+        uint64_t ts = bp__sched_tie(seed, (int32_t)r) | 1;
+        bp_error e;
+        bp_status rs;
+        const char *rn;
+        switch (r % 4) {
+        case 0: rs = bp__sched_list(&env->sg, ts, cand, &e); rn = "list+restarts"; break;
+        case 1: rs = bp__sched_lpmf(&env->sg, ts, cand, &e); rn = "lpmf+restarts"; break;
+        case 2: {
+            double al = (double)(ts >> 11) / 9007199254740992.0;
+            rs = bp__sched_seed(&env->sg, env->cost, al, 1.0 - al, ts, cand, &e);
+            rn = "seed+restarts";
+            break;
+        }
+        default: rs = bp__sched_dfs(&env->sg, ts, cand, &e); rn = "dfs+restarts"; break;
+        }
+        work += run_cost(&env->sg);
+        if (rs == BP_ERR_NOMEM) { st = rs; if (err) *err = e; goto out; }
+        if (!rs) best_consider(&b, cand, rn);
+        if (b.peak <= flb) optimal = 1;
+    }
+
+    /* 4, 5. window search and local search */
+    st = best_refine(env, &b, cand, win, bprof, &work, limit, deadline, flb, &optimal, &states, err);
+    if (st) goto out;
+
+    /* 6. decomposition (schedule_decomp.c): cut points, components,
+     * single-entry/single-exit regions as macro-ops, exact search on the
+     * pieces, with the best order so far as the fallback of every piece.
+     * After the refinement, so that it only ever adds a candidate; when it
+     * is better, the refinement runs again from it. */
+    if (!optimal && work < limit && n > 2 && bp__now() < deadline) {
+        bp__decomp_info di;
+        /* at most half of what is left, and no more than half what steps 1-5 spent
+         * (a floor for small graphs): it rarely wins on large ones, and
+         * planning time should not be dominated by a long shot */
+        uint64_t share = (limit - work) / 2, cap = work / 2 > DECOMP_MIN_WORK ? work / 2 : DECOMP_MIN_WORK;
+        uint64_t lim = work + (share < cap ? share : cap);
+        int dr = bp__decomp_schedule(&env->sg, &env->sim, &env->ev, b.best, b.peak + 1, 0, cand, &work, lim, &di);
+        if (dr < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the decomposition", g->name); goto out; }
+        states += di.states;
+        bool better = best_consider(&b, cand, "decomp");
+        /* optimal pieces joined at cut points: no order is below it */
+        if (di.proven && bp__eval_peak(&env->ev, cand, NULL) <= b.peak) optimal = 1;
+        if (b.peak <= flb) optimal = 1;
+        if (better && !optimal) {
+            st = best_refine(env, &b, cand, win, bprof, &work, limit, deadline, flb, &optimal, &states, err);
+            if (st) goto out;
+        }
+    }
+
+    if (info) {
+        info->optimal = optimal;
+        info->lower_bound = optimal ? b.peak : flb;
+        info->states = states;
+        info->picked = b.name;
+    }
+out:
+    bp__free(a, cand, n1 * sizeof *cand);
+    bp__free(a, win, n1 * sizeof *win);
+    bp__free(a, prof, n1 * sizeof *prof);
+    bp__free(a, bprof, n1 * sizeof *bprof);
+    return st;
+}

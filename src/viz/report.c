@@ -1,0 +1,315 @@
+/*
+ * report.c — every scheduler x every assigner on one graph.
+ *
+ * Each scheduler runs once (bp_schedule; those this build lacks answer
+ * BP_ERR_UNSUPPORTED and are listed as skipped), then every assigner plans
+ * that order with bp_plan_graph_order and bp_verify checks the result.  A
+ * failing combination becomes a row with its status, so one slow or broken
+ * strategy never hides the others.  The table is written as text, CSV or
+ * JSON, and as an SVG bar chart (one group per scheduler).
+ */
+#include "core/internal.h"
+#include "core/progress.h"
+#include "bufplan_viz.h"
+#include "viz/viz_internal.h"
+
+#include <string.h>
+
+static const char *rep_status_word(bp_status s)
+{
+    switch (s) {
+    case BP_OK: return "ok";
+    case BP_ERR_BUDGET: return "over-budget";
+    case BP_ERR_TIMEOUT: return "timeout";
+    case BP_ERR_UNSUPPORTED: return "unsupported";
+    case BP_ERR_VERIFY: return "unsound";
+    case BP_ERR_NOMEM: return "out-of-memory";
+    default: return "error";
+    }
+}
+
+/* Copies a message, truncated, with newlines turned into "; ". */
+static void rep_msg(char *dst, size_t cap, const char *src)
+{
+    size_t n = 0;
+    for (; *src && n + 3 < cap; src++) {
+        if (*src == '\n') { dst[n++] = ';'; dst[n++] = ' '; }
+        else dst[n++] = *src;
+    }
+    dst[n] = 0;
+}
+
+bp_status bp_report_run(const bp_graph *g, const bp_plan_options *base, bp_report *out, bp_error *err)
+{
+    if (!g || !out) return bp__err(err, BP_ERR_USAGE, "report: NULL graph or report");
+    if (!g->finalized) return bp__err(err, BP_ERR_USAGE, "%s: the graph is not finalized", g->name);
+    bp_plan_options defaults;
+    if (!base) { bp_plan_options_init(&defaults); base = &defaults; }
+    memset(out, 0, sizeof *out);
+    snprintf(out->graph, sizeof out->graph, "%s", g->name ? g->name : "");
+    out->n_ops = (int32_t)g->n_o;
+    out->n_tensors = (int32_t)g->n_t;
+    int32_t *order = bp__alloc(&g->alloc, (g->n_o ? g->n_o : 1) * sizeof *order);
+    if (!order) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory for the report", g->name);
+    bp__progress pr;
+    bp__progress_start(&pr, base->progress, "report");
+    int total = BP_SCHED_COUNT * BP_ASSIGN_COUNT, done = 0;
+    bp_status fatal = BP_OK;
+    for (int k = 0; k < BP_SCHED_COUNT && !fatal; k++) {
+        bp_plan_options o = *base;
+        o.sched = (bp_sched_kind)k;
+        o.progress = 0; /* one progress line: this one */
+        bp_error e = {0};
+        bp__progress_update(&pr, (double)done / total, "%s", bp_sched_name(o.sched));
+        double t0 = bp__now();
+        bp_status ss = bp_schedule(g, &o, order, &e);
+        double ts = bp__now() - t0;
+        if (ss == BP_ERR_UNSUPPORTED) {
+            out->skipped[out->n_skipped++] = o.sched;
+            done += BP_ASSIGN_COUNT;
+            continue;
+        }
+        for (int a = 0; a < BP_ASSIGN_COUNT; a++, done++) {
+            bp_report_row *r = &out->rows[out->n_rows++];
+            r->sched = o.sched;
+            r->assign = (bp_assign_kind)a;
+            if (ss) {
+                r->status = ss;
+                rep_msg(r->error, sizeof r->error, e.msg);
+                if (ss == BP_ERR_NOMEM) fatal = ss;
+                continue;
+            }
+            bp__progress_update(&pr, (double)done / total, "%s + %s", bp_sched_name(o.sched), bp_assign_name(r->assign));
+            o.assign = r->assign;
+            bp_plan *p = NULL;
+            bp_error pe = {0};
+            bp_status ps = bp_plan_graph_order(g, &o, order, &p, &pe);
+            r->status = ps;
+            if (ps) {
+                rep_msg(r->error, sizeof r->error, pe.msg);
+                if (ps == BP_ERR_NOMEM) { fatal = ps; break; }
+                continue;
+            }
+            const bp_plan_stats *st = bp_plan_get_stats(p);
+            r->arena_bytes = st->arena_bytes;
+            r->lower_bound_bytes = st->lower_bound_bytes;
+            r->naive_bytes = st->naive_bytes;
+            r->plan_seconds = ts + st->plan_seconds;
+            r->optimal = st->optimal;
+            bp_error ve = {0};
+            r->verified = bp_verify(g, p, &ve) == BP_OK;
+            if (!r->verified) {
+                r->status = BP_ERR_VERIFY;
+                rep_msg(r->error, sizeof r->error, ve.msg);
+            }
+            bp_plan_free(p);
+        }
+    }
+    bp__progress_end(&pr);
+    bp__free(&g->alloc, order, (g->n_o ? g->n_o : 1) * sizeof *order);
+    if (fatal) return bp__err(err, fatal, "%s: out of memory while planning the report", g->name);
+    return BP_OK;
+}
+
+static double rep_ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0; }
+
+/* CSV field: quoted when it has a comma, quote or newline. */
+static void rep_csv_str(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) { fputs(s, f); return; }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+    }
+    fputc('"', f);
+}
+
+static void rep_text(const bp_report *r, FILE *f)
+{
+    char b1[32], b2[32];
+    fprintf(f, "graph %s: %d ops, %d tensors\n", r->graph, r->n_ops, r->n_tensors);
+    fprintf(f, "%-9s %-8s %12s %12s %9s %12s %10s\n", "scheduler", "assigner", "arena", "lower bound", "arena/lb", "arena/naive", "plan ms");
+    uint64_t naive = 0;
+    for (int i = 0; i < r->n_rows; i++) {
+        const bp_report_row *w = &r->rows[i];
+        if (w->status) {
+            fprintf(f, "%-9s %-8s %s: %.90s\n", bp_sched_name(w->sched), bp_assign_name(w->assign), rep_status_word(w->status), w->error);
+            continue;
+        }
+        if (w->naive_bytes > naive) naive = w->naive_bytes;
+        fprintf(f, "%-9s %-8s %12s %12s %9.3f %12.3f %10.2f%s\n", bp_sched_name(w->sched), bp_assign_name(w->assign),
+                bp__viz_fmt_bytes(w->arena_bytes, b1, sizeof b1), bp__viz_fmt_bytes(w->lower_bound_bytes, b2, sizeof b2),
+                rep_ratio(w->arena_bytes, w->lower_bound_bytes), rep_ratio(w->arena_bytes, w->naive_bytes), w->plan_seconds * 1e3,
+                w->optimal ? "  optimal" : "");
+    }
+    fprintf(f, "naive (every tensor its own buffer): %s\n", bp__viz_fmt_bytes(naive, b1, sizeof b1));
+    if (r->n_skipped) {
+        fputs("not in this build:", f);
+        for (int i = 0; i < r->n_skipped; i++) fprintf(f, " %s", bp_sched_name(r->skipped[i]));
+        fputc('\n', f);
+    }
+}
+
+static void rep_csv(const bp_report *r, FILE *f)
+{
+    fputs("graph,scheduler,assigner,status,arena_bytes,lower_bound_bytes,naive_bytes,ratio_lower_bound,ratio_naive,plan_seconds,optimal,verified,error\n", f);
+    for (int i = 0; i < r->n_rows; i++) {
+        const bp_report_row *w = &r->rows[i];
+        rep_csv_str(f, r->graph);
+        fprintf(f, ",%s,%s,%s,", bp_sched_name(w->sched), bp_assign_name(w->assign), rep_status_word(w->status));
+        if (!w->status)
+            fprintf(f, "%llu,%llu,%llu,%.6f,%.6f,%.6f,%d,%d,", (unsigned long long)w->arena_bytes,
+                    (unsigned long long)w->lower_bound_bytes, (unsigned long long)w->naive_bytes,
+                    rep_ratio(w->arena_bytes, w->lower_bound_bytes), rep_ratio(w->arena_bytes, w->naive_bytes), w->plan_seconds,
+                    w->optimal, w->verified);
+        else
+            fputs(",,,,,,,0,", f);
+        rep_csv_str(f, w->error);
+        fputc('\n', f);
+    }
+}
+
+static void rep_json(const bp_report *r, FILE *f)
+{
+    fputs("{\"format\":\"bufplan-report\",\"version\":1,\"graph\":", f);
+    bp__viz_json_str(f, r->graph);
+    fprintf(f, ",\"ops\":%d,\"tensors\":%d,\"skipped\":[", r->n_ops, r->n_tensors);
+    for (int i = 0; i < r->n_skipped; i++) fprintf(f, "%s\"%s\"", i ? "," : "", bp_sched_name(r->skipped[i]));
+    fputs("],\"rows\":[", f);
+    for (int i = 0; i < r->n_rows; i++) {
+        const bp_report_row *w = &r->rows[i];
+        fprintf(f, "%s\n{\"scheduler\":\"%s\",\"assigner\":\"%s\",\"status\":\"%s\"", i ? "," : "", bp_sched_name(w->sched),
+                bp_assign_name(w->assign), rep_status_word(w->status));
+        if (!w->status)
+            fprintf(f, ",\"arena_bytes\":%llu,\"lower_bound_bytes\":%llu,\"naive_bytes\":%llu,\"ratio_lower_bound\":%.6f,"
+                       "\"ratio_naive\":%.6f,\"plan_seconds\":%.6f,\"optimal\":%s,\"verified\":%s,\"error\":null}",
+                    (unsigned long long)w->arena_bytes, (unsigned long long)w->lower_bound_bytes, (unsigned long long)w->naive_bytes,
+                    rep_ratio(w->arena_bytes, w->lower_bound_bytes), rep_ratio(w->arena_bytes, w->naive_bytes), w->plan_seconds,
+                    w->optimal ? "true" : "false", w->verified ? "true" : "false");
+        else {
+            fputs(",\"error\":", f);
+            bp__viz_json_str(f, w->error);
+            fputc('}', f);
+        }
+    }
+    fputs("]}\n", f);
+}
+
+bp_status bp_report_write_file(const bp_report *r, const char *format, FILE *f, bp_error *err)
+{
+    if (!r || !f) return bp__err(err, BP_ERR_USAGE, "report: NULL report or stream");
+    if (!format || !strcmp(format, "text")) rep_text(r, f);
+    else if (!strcmp(format, "csv")) rep_csv(r, f);
+    else if (!strcmp(format, "json")) rep_json(r, f);
+    else return bp__err(err, BP_ERR_USAGE, "report: unknown format \"%s\" (text, csv or json)", format);
+    if (ferror(f)) return bp__err(err, BP_ERR_IO, "%s: write error writing the report", r->graph);
+    return BP_OK;
+}
+
+bp_status bp_report_write(const bp_report *r, const char *format, const char *path, bp_error *err)
+{
+    if (!path) return bp__err(err, BP_ERR_USAGE, "report: NULL path");
+    if (format && strcmp(format, "text") && strcmp(format, "csv") && strcmp(format, "json"))
+        return bp__err(err, BP_ERR_USAGE, "report: unknown format \"%s\" (text, csv or json)", format);
+    bp__outfile o;
+    bp_status s = bp__out_open(&o, path, err);
+    if (s) return s;
+    if ((s = bp_report_write_file(r, format, o.f, err))) { bp__out_abort(&o); return s; }
+    return bp__out_commit(&o, err);
+}
+
+/* ----------------------------------------------------------- bar chart */
+
+static const char *const rep_pal[] = {"#bab0ac", "#f28e2b", "#4e79a7", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948"};
+
+bp_status bp_report_write_svg_file(const bp_report *r, FILE *f, bp_error *err)
+{
+    if (!r || !f) return bp__err(err, BP_ERR_USAGE, "report: NULL report or stream");
+    /* groups: schedulers with rows, in row order */
+    bp_sched_kind groups[BP_SCHED_COUNT];
+    int ng = 0;
+    uint64_t ymax_u = 1, naive = 0;
+    for (int i = 0; i < r->n_rows; i++) {
+        const bp_report_row *w = &r->rows[i];
+        if (!ng || groups[ng - 1] != w->sched) groups[ng++] = w->sched;
+        if (w->status) continue;
+        if (w->arena_bytes > ymax_u) ymax_u = w->arena_bytes;
+        if (w->naive_bytes > naive) naive = w->naive_bytes;
+    }
+    if (naive > ymax_u) ymax_u = naive;
+    double ymax = (double)ymax_u * 1.08;
+    double L = 84, R = 16, top = 52, ph = 300, gw = 44.0 * BP_ASSIGN_COUNT + 24;
+    double W = L + R + (ng ? ng : 1) * gw;
+    if (W < 520) W = 520;
+    double pw = W - L - R, H = top + ph + 60;
+    char b1[32];
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+               "font-family=\"sans-serif\" font-size=\"11\">\n<path d=\"M0 0H%.0fV%.0fH0Z\" fill=\"#ffffff\"/>\n",
+            W, H, W, H, W, H);
+    fputs("<text x=\"12\" y=\"20\" font-size=\"15\" font-weight=\"bold\">", f);
+    bp__viz_xml_str(f, r->graph);
+    fprintf(f, ": arena by scheduler and assigner</text>\n<text x=\"12\" y=\"37\" fill=\"#444\">%d ops, %d tensors; "
+               "black tick: lower bound of the order; dashed: naive %s</text>\n",
+            r->n_ops, r->n_tensors, bp__viz_fmt_bytes(naive, b1, sizeof b1));
+    /* y axis */
+    double st = 1;
+    while (st * 1024 <= ymax / 6) st *= 1024;
+    double fr = ymax / 6 / st, k = fr < 1.5 ? 1 : fr < 3 ? 2 : fr < 7 ? 5 : fr < 15 ? 10 : fr < 35 ? 25 : fr < 75 ? 50 : fr < 150 ? 100 : fr < 350 ? 250 : 500;
+    st *= k;
+    fprintf(f, "<path d=\"M%.1f %.1fV%.1fH%.1f\" stroke=\"#999\" fill=\"none\"/>\n", L, top, top + ph, L + pw);
+    fputs("<g fill=\"#444\" text-anchor=\"end\">", f);
+    for (double b = 0; b <= ymax; b += st) {
+        double y = top + ph - b / ymax * ph;
+        fprintf(f, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"#0000001a\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>", L, y, L + pw, L - 4, y + 4,
+                bp__viz_fmt_bytes((uint64_t)b, b1, sizeof b1));
+    }
+    fputs("</g>\n", f);
+    for (int gi = 0; gi < ng; gi++) {
+        double gx = L + gi * (pw / (ng ? ng : 1)), bw = (pw / ng - 24) / BP_ASSIGN_COUNT;
+        uint64_t lb = 0;
+        for (int i = 0; i < r->n_rows; i++) {
+            const bp_report_row *w = &r->rows[i];
+            if (w->sched != groups[gi]) continue;
+            double x = gx + 12 + w->assign * bw;
+            if (w->status) {
+                fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#b00\" text-anchor=\"middle\">%s</text>\n", x + bw / 2, top + ph - 4,
+                        w->status == BP_ERR_TIMEOUT ? "t/o" : "x");
+                continue;
+            }
+            if (w->lower_bound_bytes > lb) lb = w->lower_bound_bytes;
+            double h = (double)w->arena_bytes / ymax * ph;
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s + %s: %s</title></rect>\n",
+                    x + 1, top + ph - h, bw - 2, h, rep_pal[w->assign % 8], bp_sched_name(w->sched), bp_assign_name(w->assign),
+                    bp__viz_fmt_bytes(w->arena_bytes, b1, sizeof b1));
+        }
+        if (lb) {
+            double y = top + ph - (double)lb / ymax * ph;
+            fprintf(f, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"#000\" stroke-width=\"2\"/>\n", gx + 8, y, gx + pw / ng - 8);
+        }
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", gx + pw / ng / 2, top + ph + 16, bp_sched_name(groups[gi]));
+    }
+    if (naive) {
+        double y = top + ph - (double)naive / ymax * ph;
+        fprintf(f, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"#666\" stroke-dasharray=\"6 4\"/>\n", L, y, L + pw);
+    }
+    for (int a = 0; a < BP_ASSIGN_COUNT; a++) {
+        double x = L + a * 110;
+        fprintf(f, "<path d=\"M%.1f %.1fh10v10h-10Z\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x, top + ph + 32,
+                rep_pal[a % 8], x + 14, top + ph + 41, bp_assign_name((bp_assign_kind)a));
+    }
+    fputs("</svg>\n", f);
+    if (ferror(f)) return bp__err(err, BP_ERR_IO, "%s: write error writing the chart", r->graph);
+    return BP_OK;
+}
+
+bp_status bp_report_write_svg(const bp_report *r, const char *path, bp_error *err)
+{
+    if (!path) return bp__err(err, BP_ERR_USAGE, "report: NULL path");
+    bp__outfile o;
+    bp_status s = bp__out_open(&o, path, err);
+    if (s) return s;
+    if ((s = bp_report_write_svg_file(r, o.f, err))) { bp__out_abort(&o); return s; }
+    return bp__out_commit(&o, err);
+}
