@@ -19,6 +19,8 @@
 #ifndef BUFPLAN_H
 #define BUFPLAN_H
 
+#include "bufplan_api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,13 +58,13 @@ typedef struct bp_error {
 } bp_error;
 
 /* A short name for a status ("invalid input", "out of memory", ...). */
-const char *bp_status_str(bp_status s);
+BP_API const char *bp_status_str(bp_status s);
 /* The library version, "MAJOR.MINOR.PATCH". */
-const char *bp_version(void);
+BP_API const char *bp_version(void);
 /* Parses a byte count: "123" (exact), "4K", "1.5M", "2GiB" (powers of 1024),
  * at most 2^63 - 1.  Returns false when s is not one.  Used by the config
  * file and the command line alike. */
-bool bp_parse_bytes(const char *s, uint64_t *out);
+BP_API bool bp_parse_bytes(const char *s, uint64_t *out);
 
 /* --------------------------------------------------------------- allocator */
 
@@ -78,7 +80,7 @@ typedef struct bp_allocator {
 /* The allocator used where NULL is passed: malloc / realloc / free, asking
  * for transparent huge pages on blocks of 4 MiB and more (Linux).  A
  * caller's allocator may forward to it (e.g. to count bytes). */
-const bp_allocator *bp_allocator_default(void);
+BP_API const bp_allocator *bp_allocator_default(void);
 
 /* ------------------------------------------------------------------- graph */
 
@@ -94,11 +96,11 @@ typedef enum bp_dtype {
 } bp_dtype;
 
 /* Element size in bytes (0 for BP_DT_UNKNOWN). */
-size_t bp_dtype_size(bp_dtype dt);
+BP_API size_t bp_dtype_size(bp_dtype dt);
 /* "f32", "i64", ... */
-const char *bp_dtype_name(bp_dtype dt);
+BP_API const char *bp_dtype_name(bp_dtype dt);
 /* Parses "f32", "float32", "float", "int64", ...; BP_DT_UNKNOWN if unknown. */
-bp_dtype bp_dtype_parse(const char *s);
+BP_API bp_dtype bp_dtype_parse(const char *s);
 
 /* Tensor roles.  A tensor is planned (in the arena) unless it is an input or a
  * weight (external) or has a symbolic size (dynamic).  Outputs are planned and
@@ -116,89 +118,89 @@ enum {
 #define BP_DIM_SYMBOLIC INT64_MIN
 
 /* name: used in messages and written back to JSON; may be NULL. */
-bp_graph *bp_graph_new(const char *name, const bp_allocator *alloc);
-void bp_graph_free(bp_graph *g);
+BP_API bp_graph *bp_graph_new(const char *name, const bp_allocator *alloc);
+BP_API void bp_graph_free(bp_graph *g);
 
 /* Adds a tensor of a known byte size.  Names are unique among tensors. */
-bp_status bp_graph_add_tensor(bp_graph *g, const char *name, uint64_t bytes,
-                              int32_t *id_out, bp_error *err);
+BP_API bp_status bp_graph_add_tensor(bp_graph *g, const char *name, uint64_t bytes,
+                                     int32_t *id_out, bp_error *err);
 /* Adds a tensor from a shape and dtype.  dims[i] == BP_DIM_SYMBOLIC marks a
  * symbolic dimension whose name is syms[i] (syms may be NULL otherwise).
  * A tensor with a symbolic dimension is dynamic until the symbol is bound. */
-bp_status bp_graph_add_tensor_shape(bp_graph *g, const char *name, bp_dtype dt,
-                                    int rank, const int64_t *dims,
-                                    const char *const *syms, int32_t *id_out,
-                                    bp_error *err);
+BP_API bp_status bp_graph_add_tensor_shape(bp_graph *g, const char *name, bp_dtype dt,
+                                           int rank, const int64_t *dims,
+                                           const char *const *syms, int32_t *id_out,
+                                           bp_error *err);
 /* Declares that `tensor` shares the storage of `source` (a view). */
-bp_status bp_graph_set_view(bp_graph *g, int32_t tensor, int32_t source, bp_error *err);
+BP_API bp_status bp_graph_set_view(bp_graph *g, int32_t tensor, int32_t source, bp_error *err);
 /* Adds an op.  Each output must not already have a producer; an op may not
  * read its own output.  cost <= 0 means "unknown" (the cost model decides). */
-bp_status bp_graph_add_op(bp_graph *g, const char *name, const char *type,
-                          int n_inputs, const int32_t *inputs,
-                          int n_outputs, const int32_t *outputs,
-                          double cost, int32_t *id_out, bp_error *err);
+BP_API bp_status bp_graph_add_op(bp_graph *g, const char *name, const char *type,
+                                 int n_inputs, const int32_t *inputs,
+                                 int n_outputs, const int32_t *outputs,
+                                 double cost, int32_t *id_out, bp_error *err);
 /* Output `out` of `op` may be written over input `in` when `in` dies at `op`. */
-bp_status bp_graph_set_inplace(bp_graph *g, int32_t op, int32_t out, int32_t in, bp_error *err);
+BP_API bp_status bp_graph_set_inplace(bp_graph *g, int32_t op, int32_t out, int32_t in, bp_error *err);
 /* Sets role flags (BP_TENSOR_INPUT / WEIGHT / OUTPUT) on a tensor; they add up. */
-bp_status bp_graph_mark(bp_graph *g, int32_t tensor, unsigned flags, bp_error *err);
+BP_API bp_status bp_graph_mark(bp_graph *g, int32_t tensor, unsigned flags, bp_error *err);
 /* Appends a backward pass (training): for each forward op, in reverse, a
  * gradient op that reads the op's saved inputs and the gradient of its
  * outputs and writes gradients of its inputs (and of the weights it reads).
  * Forward activations thus live until their gradient op.  Gradients of
  * weights become graph outputs.  The graph is finalized afterwards. */
-bp_status bp_graph_append_backward(bp_graph *g, bp_error *err);
+BP_API bp_status bp_graph_append_backward(bp_graph *g, bp_error *err);
 /* Binds a symbolic dimension to a value; tensors whose dims are all bound
  * become static (their bytes are recomputed). */
-bp_status bp_graph_bind_dim(bp_graph *g, const char *sym, int64_t value, bp_error *err);
+BP_API bp_status bp_graph_bind_dim(bp_graph *g, const char *sym, int64_t value, bp_error *err);
 /* Checks the graph (producers, undefined tensors, cycles, views) and builds
  * the consumer index.  Required before planning; adding to a finalized graph
  * un-finalizes it. */
-bp_status bp_graph_finalize(bp_graph *g, bp_error *err);
+BP_API bp_status bp_graph_finalize(bp_graph *g, bp_error *err);
 
 /* Queries.  Ids are dense: tensors 0..n_tensors-1, ops 0..n_ops-1. */
-const char *bp_graph_name(const bp_graph *g);
-int32_t bp_graph_n_tensors(const bp_graph *g);
-int32_t bp_graph_n_ops(const bp_graph *g);
-int32_t bp_graph_find_tensor(const bp_graph *g, const char *name); /* -1 if none */
-int32_t bp_graph_find_op(const bp_graph *g, const char *name);     /* -1 if none */
-const char *bp_graph_tensor_name(const bp_graph *g, int32_t t);
-uint64_t bp_graph_tensor_bytes(const bp_graph *g, int32_t t);
-unsigned bp_graph_tensor_flags(const bp_graph *g, int32_t t);
-int bp_graph_tensor_is_dynamic(const bp_graph *g, int32_t t);
-bp_dtype bp_graph_tensor_dtype(const bp_graph *g, int32_t t);
-int bp_graph_tensor_rank(const bp_graph *g, int32_t t);
+BP_API const char *bp_graph_name(const bp_graph *g);
+BP_API int32_t bp_graph_n_tensors(const bp_graph *g);
+BP_API int32_t bp_graph_n_ops(const bp_graph *g);
+BP_API int32_t bp_graph_find_tensor(const bp_graph *g, const char *name); /* -1 if none */
+BP_API int32_t bp_graph_find_op(const bp_graph *g, const char *name);     /* -1 if none */
+BP_API const char *bp_graph_tensor_name(const bp_graph *g, int32_t t);
+BP_API uint64_t bp_graph_tensor_bytes(const bp_graph *g, int32_t t);
+BP_API unsigned bp_graph_tensor_flags(const bp_graph *g, int32_t t);
+BP_API int bp_graph_tensor_is_dynamic(const bp_graph *g, int32_t t);
+BP_API bp_dtype bp_graph_tensor_dtype(const bp_graph *g, int32_t t);
+BP_API int bp_graph_tensor_rank(const bp_graph *g, int32_t t);
 /* dims[i] is BP_DIM_SYMBOLIC for an unbound symbol; returns the rank or -1. */
-int bp_graph_tensor_dims(const bp_graph *g, int32_t t, int64_t *dims, int max_rank);
+BP_API int bp_graph_tensor_dims(const bp_graph *g, int32_t t, int64_t *dims, int max_rank);
 /* The symbol name of dimension i when it is symbolic (bound or not), else NULL. */
-const char *bp_graph_tensor_dim_symbol(const bp_graph *g, int32_t t, int i);
-int32_t bp_graph_tensor_view_of(const bp_graph *g, int32_t t);     /* -1 if none */
-int32_t bp_graph_tensor_producer(const bp_graph *g, int32_t t);    /* -1 if none */
-const char *bp_graph_op_name(const bp_graph *g, int32_t op);
-const char *bp_graph_op_type(const bp_graph *g, int32_t op);
-double bp_graph_op_cost(const bp_graph *g, int32_t op);
-int bp_graph_op_n_inputs(const bp_graph *g, int32_t op);
-int bp_graph_op_n_outputs(const bp_graph *g, int32_t op);
-int32_t bp_graph_op_input(const bp_graph *g, int32_t op, int i);
-int32_t bp_graph_op_output(const bp_graph *g, int32_t op, int i);
+BP_API const char *bp_graph_tensor_dim_symbol(const bp_graph *g, int32_t t, int i);
+BP_API int32_t bp_graph_tensor_view_of(const bp_graph *g, int32_t t);     /* -1 if none */
+BP_API int32_t bp_graph_tensor_producer(const bp_graph *g, int32_t t);    /* -1 if none */
+BP_API const char *bp_graph_op_name(const bp_graph *g, int32_t op);
+BP_API const char *bp_graph_op_type(const bp_graph *g, int32_t op);
+BP_API double bp_graph_op_cost(const bp_graph *g, int32_t op);
+BP_API int bp_graph_op_n_inputs(const bp_graph *g, int32_t op);
+BP_API int bp_graph_op_n_outputs(const bp_graph *g, int32_t op);
+BP_API int32_t bp_graph_op_input(const bp_graph *g, int32_t op, int i);
+BP_API int32_t bp_graph_op_output(const bp_graph *g, int32_t op, int i);
 /* Consumers of a tensor (after finalize): returns the count, *ops points into
  * the graph's own index. */
-int32_t bp_graph_tensor_consumers(const bp_graph *g, int32_t t, const int32_t **ops);
+BP_API int32_t bp_graph_tensor_consumers(const bp_graph *g, int32_t t, const int32_t **ops);
 
 /* JSON graph files (format "bufplan-graph", docs/FORMATS.md). */
-bp_status bp_graph_read_json(const char *path, const bp_allocator *alloc,
-                             bp_graph **out, bp_error *err);
+BP_API bp_status bp_graph_read_json(const char *path, const bp_allocator *alloc,
+                                    bp_graph **out, bp_error *err);
 /* Parses a JSON text; `filename` is only used in messages (may be NULL). */
-bp_status bp_graph_parse_json(const char *text, size_t len, const char *filename,
-                              const bp_allocator *alloc, bp_graph **out, bp_error *err);
+BP_API bp_status bp_graph_parse_json(const char *text, size_t len, const char *filename,
+                                     const bp_allocator *alloc, bp_graph **out, bp_error *err);
 /* Writes the graph as JSON (atomically: temp file + rename). path "-" = stdout. */
-bp_status bp_graph_write_json(const bp_graph *g, const char *path, bp_error *err);
-bp_status bp_graph_write_json_file(const bp_graph *g, FILE *f, bp_error *err);
+BP_API bp_status bp_graph_write_json(const bp_graph *g, const char *path, bp_error *err);
+BP_API bp_status bp_graph_write_json_file(const bp_graph *g, FILE *f, bp_error *err);
 
 /* Reads a graph from a file, choosing the reader by content (.onnx models
  * start with protobuf bytes, JSON with '{').  Returns BP_ERR_UNSUPPORTED for
  * ONNX when bufplan was built without ONNX support. */
-bp_status bp_graph_read(const char *path, const bp_allocator *alloc,
-                        bp_graph **out, bp_error *err);
+BP_API bp_status bp_graph_read(const char *path, const bp_allocator *alloc,
+                               bp_graph **out, bp_error *err);
 
 /* ------------------------------------------------------------- generators */
 
@@ -213,13 +215,13 @@ typedef struct bp_gen_options {
     int symbolic_seq;   /* transformer: make the sequence length a symbol "S" */
 } bp_gen_options;
 
-void bp_gen_options_init(bp_gen_options *o);
+BP_API void bp_gen_options_init(bp_gen_options *o);
 /* kind: chain, diamond, resnet50, unet, transformer, randwire.  The graph is
  * finalized. */
-bp_status bp_gen(const char *kind, const bp_gen_options *o, const bp_allocator *alloc,
-                 bp_graph **out, bp_error *err);
+BP_API bp_status bp_gen(const char *kind, const bp_gen_options *o, const bp_allocator *alloc,
+                        bp_graph **out, bp_error *err);
 /* NULL-terminated list of generator names. */
-const char *const *bp_gen_kinds(void);
+BP_API const char *const *bp_gen_kinds(void);
 
 /* --------------------------------------------------------------- planning */
 
@@ -243,11 +245,11 @@ typedef enum bp_assign_kind {
     BP_ASSIGN_COUNT
 } bp_assign_kind;
 
-const char *bp_sched_name(bp_sched_kind k);
-const char *bp_assign_name(bp_assign_kind k);
+BP_API const char *bp_sched_name(bp_sched_kind k);
+BP_API const char *bp_assign_name(bp_assign_kind k);
 /* Returns 0 and sets *out, or -1 if the name is unknown. */
-int bp_sched_parse(const char *s, bp_sched_kind *out);
-int bp_assign_parse(const char *s, bp_assign_kind *out);
+BP_API int bp_sched_parse(const char *s, bp_sched_kind *out);
+BP_API int bp_assign_parse(const char *s, bp_assign_kind *out);
 
 typedef struct bp_plan_options {
     bp_sched_kind sched;     /* default BP_SCHED_BEST */
@@ -267,23 +269,23 @@ typedef struct bp_plan_options {
                                 parallel execution, possibly more memory) */
 } bp_plan_options;
 
-void bp_plan_options_init(bp_plan_options *o);
+BP_API void bp_plan_options_init(bp_plan_options *o);
 
 typedef struct bp_plan bp_plan;
 
 /* Plans the graph (which must be finalized): schedule, lifetimes, assignment,
  * events.  BP_ERR_BUDGET when opts->budget is set and no plan fits. */
-bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts,
-                        bp_plan **out, bp_error *err);
+BP_API bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts,
+                               bp_plan **out, bp_error *err);
 /* Plans with a caller-given order (op ids, a permutation of 0..n_ops-1). */
-bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts,
-                              const int32_t *order, bp_plan **out, bp_error *err);
-void bp_plan_free(bp_plan *p);
+BP_API bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts,
+                                     const int32_t *order, bp_plan **out, bp_error *err);
+BP_API void bp_plan_free(bp_plan *p);
 
 typedef enum bp_tensor_kind {
     BP_KIND_PLANNED = 0, BP_KIND_INPUT, BP_KIND_WEIGHT, BP_KIND_OUTPUT, BP_KIND_DYNAMIC
 } bp_tensor_kind;
-const char *bp_tensor_kind_name(bp_tensor_kind k);
+BP_API const char *bp_tensor_kind_name(bp_tensor_kind k);
 
 #define BP_NO_OFFSET UINT64_MAX
 
@@ -323,27 +325,27 @@ typedef struct bp_plan_stats {
     double makespan;             /* estimated makespan of the order on opts->threads workers (cost units) */
 } bp_plan_stats;
 
-const bp_plan_stats *bp_plan_get_stats(const bp_plan *p);
-int32_t bp_plan_n_steps(const bp_plan *p);
-const int32_t *bp_plan_schedule(const bp_plan *p);      /* op ids in order */
-const bp_tensor_plan *bp_plan_tensor(const bp_plan *p, int32_t t);
-int32_t bp_plan_n_tensors(const bp_plan *p);
-uint64_t bp_plan_alignment(const bp_plan *p);
-size_t bp_plan_n_events(const bp_plan *p);
-const bp_event *bp_plan_events(const bp_plan *p);
-bp_sched_kind bp_plan_sched(const bp_plan *p);
-bp_assign_kind bp_plan_assign(const bp_plan *p);
+BP_API const bp_plan_stats *bp_plan_get_stats(const bp_plan *p);
+BP_API int32_t bp_plan_n_steps(const bp_plan *p);
+BP_API const int32_t *bp_plan_schedule(const bp_plan *p);      /* op ids in order */
+BP_API const bp_tensor_plan *bp_plan_tensor(const bp_plan *p, int32_t t);
+BP_API int32_t bp_plan_n_tensors(const bp_plan *p);
+BP_API uint64_t bp_plan_alignment(const bp_plan *p);
+BP_API size_t bp_plan_n_events(const bp_plan *p);
+BP_API const bp_event *bp_plan_events(const bp_plan *p);
+BP_API bp_sched_kind bp_plan_sched(const bp_plan *p);
+BP_API bp_assign_kind bp_plan_assign(const bp_plan *p);
 
 /* Plan files (format "bufplan-plan", docs/FORMATS.md).  path "-" = stdout.
  * Writes are atomic (temp file + rename). */
-bp_status bp_plan_write_json(const bp_plan *p, const bp_graph *g, const char *path, bp_error *err);
-bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err);
-bp_status bp_plan_write_events_csv(const bp_plan *p, const bp_graph *g, const char *path, bp_error *err);
-bp_status bp_plan_write_events_csv_file(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err);
+BP_API bp_status bp_plan_write_json(const bp_plan *p, const bp_graph *g, const char *path, bp_error *err);
+BP_API bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err);
+BP_API bp_status bp_plan_write_events_csv(const bp_plan *p, const bp_graph *g, const char *path, bp_error *err);
+BP_API bp_status bp_plan_write_events_csv_file(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err);
 /* Reads a plan for graph g; names are resolved against g. */
-bp_status bp_plan_read_json(const bp_graph *g, const char *path, bp_plan **out, bp_error *err);
-bp_status bp_plan_parse_json(const bp_graph *g, const char *text, size_t len,
-                             const char *filename, bp_plan **out, bp_error *err);
+BP_API bp_status bp_plan_read_json(const bp_graph *g, const char *path, bp_plan **out, bp_error *err);
+BP_API bp_status bp_plan_parse_json(const bp_graph *g, const char *text, size_t len,
+                                    const char *filename, bp_plan **out, bp_error *err);
 
 /* ---------------------------------------------------------------- verifier */
 
@@ -353,7 +355,7 @@ bp_status bp_plan_parse_json(const bp_graph *g, const char *text, size_t len,
  * the arena, and no two simultaneously live storages overlap in bytes.
  * O(n log n).  Returns BP_OK or BP_ERR_VERIFY with the first problems in
  * err->msg (up to max_reasons of them, separated by newlines). */
-bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err);
+BP_API bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err);
 
 /* ------------------------------------------------------------- lifetimes */
 
@@ -362,13 +364,13 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err);
  * for graph outputs, first for unread tensors).  Tensors with no producer
  * (inputs, weights) start at step 0 when read, and are -1/-1 if never read.
  * first/last are arrays of n_tensors entries. */
-bp_status bp_lifetimes(const bp_graph *g, const int32_t *order,
-                       int32_t *first, int32_t *last, bp_error *err);
+BP_API bp_status bp_lifetimes(const bp_graph *g, const int32_t *order,
+                              int32_t *first, int32_t *last, bp_error *err);
 
 /* Computes an order with the given scheduler (no assignment).  order has
  * n_ops entries. */
-bp_status bp_schedule(const bp_graph *g, const bp_plan_options *opts,
-                      int32_t *order, bp_error *err);
+BP_API bp_status bp_schedule(const bp_graph *g, const bp_plan_options *opts,
+                             int32_t *order, bp_error *err);
 
 /* -------------------------------------------------- interval assignment */
 
@@ -398,14 +400,14 @@ typedef struct bp_assign_result {
     double seconds;
 } bp_assign_result;
 
-void bp_assign_options_init(bp_assign_options *o);
+BP_API void bp_assign_options_init(bp_assign_options *o);
 /* offsets: n entries out.  For BP_ASSIGN_COLOR each distinct offset is one
  * color's buffer, laid out one after another. */
-bp_status bp_assign_intervals(const bp_interval *iv, size_t n, bp_assign_kind kind,
-                              const bp_assign_options *opts, uint64_t *offsets,
-                              bp_assign_result *res, bp_error *err);
+BP_API bp_status bp_assign_intervals(const bp_interval *iv, size_t n, bp_assign_kind kind,
+                                     const bp_assign_options *opts, uint64_t *offsets,
+                                     bp_assign_result *res, bp_error *err);
 /* Max over time of the sizes live at once (frees before allocs at equal t). */
-uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n);
+BP_API uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n);
 
 #ifdef __cplusplus
 }
@@ -419,5 +421,6 @@ uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n);
 #include "bufplan_onnx.h"
 #include "bufplan_pool.h"
 #include "bufplan_exec.h"
+#include "bufplan_dyn.h"
 
 #endif /* BUFPLAN_H */

@@ -5,6 +5,8 @@
  * ids and any extra columns of the file so it can be written back. */
 #ifndef BUFPLAN_ASSIGN_H
 #define BUFPLAN_ASSIGN_H
+
+#include "bufplan_api.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,19 +37,19 @@ typedef struct bp_instance {
  * (fixed_offset); an empty one leaves it free.  Errors (BP_ERR_INVALID)
  * name FILE:LINE and the row's id.
  * alloc may be NULL (libc). */
-bp_status bp_instance_read_csv(const char *path, const bp_allocator *alloc,
-                               bp_instance **out, bp_error *err);
+BP_API bp_status bp_instance_read_csv(const char *path, const bp_allocator *alloc,
+                                      bp_instance **out, bp_error *err);
 /* Parses CSV text; `filename` is only used in messages. */
-bp_status bp_instance_parse_csv(const char *text, size_t len, const char *filename,
-                                const bp_allocator *alloc, bp_instance **out, bp_error *err);
+BP_API bp_status bp_instance_parse_csv(const char *text, size_t len, const char *filename,
+                                       const bp_allocator *alloc, bp_instance **out, bp_error *err);
 /* Writes the instance's rows (all original columns) with an `offset` column
  * set to offsets[i] (replacing an existing offset column).  offsets may be
  * NULL to write the rows back unchanged.  path "-" = stdout; atomic. */
-bp_status bp_instance_write_csv(const bp_instance *inst, const uint64_t *offsets,
-                                const char *path, bp_error *err);
-bp_status bp_instance_write_csv_file(const bp_instance *inst, const uint64_t *offsets,
-                                     FILE *f, bp_error *err);
-void bp_instance_free(bp_instance *inst);
+BP_API bp_status bp_instance_write_csv(const bp_instance *inst, const uint64_t *offsets,
+                                       const char *path, bp_error *err);
+BP_API bp_status bp_instance_write_csv_file(const bp_instance *inst, const uint64_t *offsets,
+                                            FILE *f, bp_error *err);
+BP_API void bp_instance_free(bp_instance *inst);
 
 /* Independent verifier for an assignment: an O(n log n) sweep over time that
  * checks no two time-overlapping intervals (half-open) overlap in bytes,
@@ -55,8 +57,8 @@ void bp_instance_free(bp_instance *inst);
  * kept, and offset + size <= arena (arena 0 = no limit).  Zero-size
  * intervals take no bytes.  Returns BP_OK or BP_ERR_VERIFY naming the first
  * offending intervals. */
-bp_status bp_intervals_check(const bp_interval *iv, size_t n, const uint64_t *offsets,
-                             uint64_t arena, bp_error *err);
+BP_API bp_status bp_intervals_check(const bp_interval *iv, size_t n, const uint64_t *offsets,
+                                    uint64_t arena, bp_error *err);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,8 @@
  * Included by bufplan.h.  Design and file format: docs/DYNAMIC.md. */
 #ifndef BUFPLAN_DYN_H
 #define BUFPLAN_DYN_H
+
+#include "bufplan_api.h"
 #include "bufplan.h"
 #ifdef __cplusplus
 extern "C" {
@@ -20,8 +22,8 @@ typedef enum bp_dyn_policy {
     BP_DYN_ERROR,            /* BP_ERR_UNSUPPORTED naming the signature */
     BP_DYN_POLICY_COUNT
 } bp_dyn_policy;
-const char *bp_dyn_policy_name(bp_dyn_policy p);
-int bp_dyn_policy_parse(const char *s, bp_dyn_policy *out); /* 0 ok, -1 unknown */
+BP_API const char *bp_dyn_policy_name(bp_dyn_policy p);
+BP_API int bp_dyn_policy_parse(const char *s, bp_dyn_policy *out); /* 0 ok, -1 unknown */
 
 #define BP_MAX_BUCKET_SYMS 16
 #define BP_MAX_BUCKETS 32
@@ -53,32 +55,32 @@ typedef struct bp_config {
 } bp_config;
 
 /* The defaults (docs/DYNAMIC.md). */
-void bp_config_init(bp_config *c);
+BP_API void bp_config_init(bp_config *c);
 /* Applies a preset over c: "inference" or "training" (unknown -> BP_ERR_USAGE). */
-bp_status bp_config_preset(bp_config *c, const char *name, bp_error *err);
+BP_API bp_status bp_config_preset(bp_config *c, const char *name, bp_error *err);
 /* NULL-terminated list of preset names. */
-const char *const *bp_config_presets(void);
+BP_API const char *const *bp_config_presets(void);
 /* Applies a JSON config object over c: a "preset" key first, then every
  * other key.  Unknown keys and values of the wrong type are BP_ERR_INVALID
  * naming the key.  `filename` is used in messages (may be NULL). */
-bp_status bp_config_parse_json(bp_config *c, const char *text, size_t len, const char *filename,
-                               bp_error *err);
-bp_status bp_config_read(bp_config *c, const char *path, bp_error *err);
+BP_API bp_status bp_config_parse_json(bp_config *c, const char *text, size_t len, const char *filename,
+                                      bp_error *err);
+BP_API bp_status bp_config_read(bp_config *c, const char *path, bp_error *err);
 /* The same, with `preset` (if not NULL) in place of the file's "preset" key
  * (a --preset flag wins over the file's preset; the file's other keys still
  * win over both presets). */
-bp_status bp_config_read_preset(bp_config *c, const char *path, const char *preset, bp_error *err);
+BP_API bp_status bp_config_read_preset(bp_config *c, const char *path, const char *preset, bp_error *err);
 /* Sets one key from a string, as a command-line flag does ("alpha", "0.9";
  * "buckets", "S=128,256"; "replan", "false").  Same key names as the file. */
-bp_status bp_config_set(bp_config *c, const char *key, const char *value, bp_error *err);
+BP_API bp_status bp_config_set(bp_config *c, const char *key, const char *value, bp_error *err);
 /* Adds bucket specs "SYM=B1,B2,...[;SYM2=...]" (replacing a symbol's earlier spec). */
-bp_status bp_config_add_buckets(bp_config *c, const char *spec, bp_error *err);
+BP_API bp_status bp_config_add_buckets(bp_config *c, const char *spec, bp_error *err);
 /* Writes the whole configuration as one JSON object (every key). */
-bp_status bp_config_write_json(const bp_config *c, FILE *f, bp_error *err);
+BP_API bp_status bp_config_write_json(const bp_config *c, FILE *f, bp_error *err);
 /* NULL-terminated list of the config keys. */
-const char *const *bp_config_keys(void);
+BP_API const char *const *bp_config_keys(void);
 /* Rounds v up to the bucket of `sym` (v itself when there is none). */
-int64_t bp_config_bucket(const bp_config *c, const char *sym, int64_t v);
+BP_API int64_t bp_config_bucket(const bp_config *c, const char *sym, int64_t v);
 
 /* ------------------------------------------------------ shape signatures */
 
@@ -87,13 +89,13 @@ int64_t bp_config_bucket(const bp_config *c, const char *sym, int64_t v);
 /* The canonical text of a binding: "SYM=V,SYM=V" sorted by symbol name
  * (byte order).  BP_ERR_LIMIT when it does not fit in BP_SIG_MAX bytes,
  * BP_ERR_USAGE for a symbol given twice with different values. */
-bp_status bp_signature(int n, const char *const *syms, const int64_t *vals, char out[BP_SIG_MAX],
-                       bp_error *err);
+BP_API bp_status bp_signature(int n, const char *const *syms, const int64_t *vals, char out[BP_SIG_MAX],
+                              bp_error *err);
 
 /* A 128-bit hash of the graph's structure: tensor names, sizes or shapes
  * (symbols by name), dtypes, roles, views, ops (names, types, inputs,
  * outputs, costs) and in-place hints. */
-void bp_graph_hash(const bp_graph *g, uint64_t out[2]);
+BP_API void bp_graph_hash(const bp_graph *g, uint64_t out[2]);
 
 /* ------------------------------------------------------------ plan cache */
 
@@ -107,45 +109,45 @@ typedef struct bp_cache_key {
     char file[40];                /* hex digest of all of it + bufplan's version */
 } bp_cache_key;
 
-bp_status bp_cache_key_make(const bp_graph *g, const char *signature, const bp_plan_options *o,
-                            bp_cache_key *key, bp_error *err);
+BP_API bp_status bp_cache_key_make(const bp_graph *g, const char *signature, const bp_plan_options *o,
+                                   bp_cache_key *key, bp_error *err);
 /* The same with a precomputed graph hash. */
-bp_status bp_cache_key_make_hashed(const uint64_t graph_hash[2], const char *signature,
-                                   const bp_plan_options *o, bp_cache_key *key, bp_error *err);
+BP_API bp_status bp_cache_key_make_hashed(const uint64_t graph_hash[2], const char *signature,
+                                          const bp_plan_options *o, bp_cache_key *key, bp_error *err);
 
 /* Opens (creating it if needed) a cache directory.  warnings: where bad cache
  * files are reported (NULL = stderr). */
-bp_status bp_plan_cache_open(const char *dir, FILE *warnings, bp_plan_cache **out, bp_error *err);
-void bp_plan_cache_close(bp_plan_cache *c);
+BP_API bp_status bp_plan_cache_open(const char *dir, FILE *warnings, bp_plan_cache **out, bp_error *err);
+BP_API void bp_plan_cache_close(bp_plan_cache *c);
 /* Also run bp_verify on every plan loaded (default off: a file is taken
  * only after its checksum, its key and structural checks that keep every
  * tensor inside the schedule and the arena; turn this on for a cache
  * directory that others can write). */
-void bp_plan_cache_set_verify(bp_plan_cache *c, int on);
+BP_API void bp_plan_cache_set_verify(bp_plan_cache *c, int on);
 /* Looks a plan up.  Hit: BP_OK and *out set.  Miss: BP_OK and *out NULL; a
  * corrupt, truncated, foreign or mismatched file is a miss with a warning
  * (never trusted).  Errors only for bad arguments or out of memory. */
-bp_status bp_plan_cache_get(bp_plan_cache *c, const bp_cache_key *key, const bp_graph *g,
-                            bp_plan **out, bp_error *err);
+BP_API bp_status bp_plan_cache_get(bp_plan_cache *c, const bp_cache_key *key, const bp_graph *g,
+                                   bp_plan **out, bp_error *err);
 /* Stores a plan atomically (temp file in the directory, then rename). */
-bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_graph *g,
-                            const bp_plan *p, bp_error *err);
+BP_API bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_graph *g,
+                                   const bp_plan *p, bp_error *err);
 /* get, and on a miss plan the graph and put the result.  *hit (may be NULL)
  * tells which. */
-bp_status bp_plan_cache_plan(bp_plan_cache *c, const bp_graph *g, const char *signature,
-                             const bp_plan_options *o, bp_plan **out, int *hit, bp_error *err);
+BP_API bp_status bp_plan_cache_plan(bp_plan_cache *c, const bp_graph *g, const char *signature,
+                                    const bp_plan_options *o, bp_plan **out, int *hit, bp_error *err);
 /* The file a key maps to ("DIR/HEX.bpc"). */
-const char *bp_plan_cache_file(const bp_plan_cache *c, const bp_cache_key *key, char *buf, size_t cap);
+BP_API const char *bp_plan_cache_file(const bp_plan_cache *c, const bp_cache_key *key, char *buf, size_t cap);
 
 typedef struct bp_plan_cache_stats {
     uint64_t hits, misses, bad_files, writes, write_errors;
     double load_seconds, verify_seconds;   /* totals over hits */
 } bp_plan_cache_stats;
-void bp_plan_cache_get_stats(const bp_plan_cache *c, bp_plan_cache_stats *out);
+BP_API void bp_plan_cache_get_stats(const bp_plan_cache *c, bp_plan_cache_stats *out);
 /* The last warning ("" when none). */
-const char *bp_plan_cache_last_warning(const bp_plan_cache *c);
+BP_API const char *bp_plan_cache_last_warning(const bp_plan_cache *c);
 /* The checksum of cache files (docs/DYNAMIC.md). */
-uint64_t bp_cache_checksum(const void *data, size_t n);
+BP_API uint64_t bp_cache_checksum(const void *data, size_t n);
 
 /* ------------------------------------------------------ conservative branch */
 
@@ -163,16 +165,16 @@ typedef struct bp_dyn_report {
     uint64_t total_peak_bytes;       /* arena + dynamic peak */
 } bp_dyn_report;
 
-bp_status bp_dyn_analyze(const bp_graph *g, const bp_plan *p, const bp_graph *concrete, uint64_t round,
-                         bp_dyn_report *r, bp_error *err);
+BP_API bp_status bp_dyn_analyze(const bp_graph *g, const bp_plan *p, const bp_graph *concrete, uint64_t round,
+                                bp_dyn_report *r, bp_error *err);
 
 /* Copies a graph (with its bound symbols) and binds n more; finalized. */
-bp_status bp_graph_clone_bind(const bp_graph *g, int n, const char *const *syms, const int64_t *vals,
-                              bp_graph **out, bp_error *err);
+BP_API bp_status bp_graph_clone_bind(const bp_graph *g, int n, const char *const *syms, const int64_t *vals,
+                                     bp_graph **out, bp_error *err);
 /* The symbols a binding must give: those in the dims of graph inputs and
  * weights that are not bound yet (all unbound symbols when `all`).  Returns
  * the count; names[i] point into the graph. */
-int bp_graph_free_symbols(const bp_graph *g, int all, const char **names, int max);
+BP_API int bp_graph_free_symbols(const bp_graph *g, int all, const char **names, int max);
 
 /* --------------------------------------------------------- warm-up planner */
 
@@ -187,19 +189,19 @@ typedef struct bp_planner bp_planner;
 /* g: the graph with symbolic dims (finalized; must outlive the planner).
  * cfg may be NULL (defaults); it is copied.  With cfg->cache_dir set, plans
  * are also looked up in and saved to that directory. */
-bp_status bp_planner_new(const bp_graph *g, const bp_config *cfg, bp_planner **out, bp_error *err);
+BP_API bp_status bp_planner_new(const bp_graph *g, const bp_config *cfg, bp_planner **out, bp_error *err);
 /* Reads the ONNX model (opts may be NULL) and plans its bindings by
  * re-importing it with the symbols bound (ONNX shapes are inferred, so
  * derived dimensions follow). */
-bp_status bp_planner_new_onnx(const char *path, const bp_onnx_options *opts, const bp_config *cfg,
-                              bp_planner **out, bp_error *err);
-void bp_planner_free(bp_planner *pl);
+BP_API bp_status bp_planner_new_onnx(const char *path, const bp_onnx_options *opts, const bp_config *cfg,
+                                     bp_planner **out, bp_error *err);
+BP_API void bp_planner_free(bp_planner *pl);
 /* Replaces the source of concrete graphs. */
-void bp_planner_set_source(bp_planner *pl, bp_graph_source_fn fn, void *ctx);
+BP_API void bp_planner_set_source(bp_planner *pl, bp_graph_source_fn fn, void *ctx);
 /* The graph with symbolic dims. */
-const bp_graph *bp_planner_graph(const bp_planner *pl);
+BP_API const bp_graph *bp_planner_graph(const bp_planner *pl);
 /* The symbols a run must bind; returns the count. */
-int bp_planner_symbols(const bp_planner *pl, const char **names, int max);
+BP_API int bp_planner_symbols(const bp_planner *pl, const char **names, int max);
 
 typedef enum bp_dyn_how {
     BP_DYN_REPLANNED = 0,   /* planned now for this signature (warm-up) */
@@ -208,7 +210,7 @@ typedef enum bp_dyn_how {
     BP_DYN_RAN_CONSERVATIVE,/* static part planned, dynamic tensors from the pool */
     BP_DYN_COVERED          /* a plan of a larger signature (policy cover) */
 } bp_dyn_how;
-const char *bp_dyn_how_name(bp_dyn_how h);
+BP_API const char *bp_dyn_how_name(bp_dyn_how h);
 
 /* What to run for one set of concrete shapes.  Pointers stay valid until
  * the planner is freed (conservative: until the next call). */
@@ -222,22 +224,22 @@ typedef struct bp_dyn_result {
 } bp_dyn_result;
 
 /* One run's shapes, as symbol values (every symbol of bp_planner_symbols). */
-bp_status bp_planner_get(bp_planner *pl, int n, const char *const *syms, const int64_t *vals,
-                         bp_dyn_result *res, bp_error *err);
+BP_API bp_status bp_planner_get(bp_planner *pl, int n, const char *const *syms, const int64_t *vals,
+                                bp_dyn_result *res, bp_error *err);
 /* The same from input shapes: each named tensor's symbolic dims give the
  * symbol values (they must agree; static dims must match). */
-bp_status bp_planner_get_shapes(bp_planner *pl, int n, const char *const *tensors, const int *ranks,
-                                const int64_t *const *dims, bp_dyn_result *res, bp_error *err);
+BP_API bp_status bp_planner_get_shapes(bp_planner *pl, int n, const char *const *tensors, const int *ranks,
+                                       const int64_t *const *dims, bp_dyn_result *res, bp_error *err);
 /* Ends warm-up: from now on no signature is planned again. */
-void bp_planner_freeze(bp_planner *pl);
-int bp_planner_frozen(const bp_planner *pl);
+BP_API void bp_planner_freeze(bp_planner *pl);
+BP_API int bp_planner_frozen(const bp_planner *pl);
 
 typedef struct bp_planner_stats {
     uint64_t runs, replans, memory_hits, disk_hits, conservative_runs, covered_runs;
     int32_t n_plans;            /* signatures with a static plan in memory */
     double plan_seconds;        /* total time spent planning (warm-up) */
 } bp_planner_stats;
-void bp_planner_get_stats(const bp_planner *pl, bp_planner_stats *out);
+BP_API void bp_planner_get_stats(const bp_planner *pl, bp_planner_stats *out);
 
 #ifdef __cplusplus
 }

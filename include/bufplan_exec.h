@@ -19,6 +19,8 @@
  * dependencies do not already imply are added. */
 #ifndef BUFPLAN_EXEC_H
 #define BUFPLAN_EXEC_H
+
+#include "bufplan_api.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -57,7 +59,7 @@ typedef struct bp_exec_call {
 typedef int (*bp_kernel_fn)(void *user, const bp_exec_call *call, bp_error *err);
 
 typedef enum bp_exec_mode { BP_EXEC_PLANNED = 0, BP_EXEC_DYNAMIC, BP_EXEC_SAFE } bp_exec_mode;
-const char *bp_exec_mode_name(bp_exec_mode m);
+BP_API const char *bp_exec_mode_name(bp_exec_mode m);
 
 typedef struct bp_exec_options {
     bp_exec_mode mode;       /* default BP_EXEC_PLANNED */
@@ -73,7 +75,7 @@ typedef struct bp_exec_options {
                                       (NULL = defaults) */
 } bp_exec_options;
 
-void bp_exec_options_init(bp_exec_options *o);
+BP_API void bp_exec_options_init(bp_exec_options *o);
 
 /* Prepares an executor: memory (arena, external tensors), kernel table,
  * dependency counts and fences, worker threads.  The graph must be finalized
@@ -82,24 +84,24 @@ void bp_exec_options_init(bp_exec_options *o);
  * the executor plans the order itself with o->plan); PLANNED needs one.
  * Inputs, weights and other tensors outside the arena get buffers owned by
  * the executor (filled with zeros; see bp_exec_set_input). */
-bp_status bp_exec_new(const bp_graph *g, const bp_plan *plan, const bp_exec_options *o,
-                      bp_exec **out, bp_error *err);
-void bp_exec_free(bp_exec *ex);
+BP_API bp_status bp_exec_new(const bp_graph *g, const bp_plan *plan, const bp_exec_options *o,
+                             bp_exec **out, bp_error *err);
+BP_API void bp_exec_free(bp_exec *ex);
 
 /* Kernels: one for every op, and optionally one per op type (which wins).
  * Without any, ops run the empty kernel. */
-void bp_exec_set_kernel(bp_exec *ex, bp_kernel_fn fn, void *user);
-bp_status bp_exec_set_type_kernel(bp_exec *ex, const char *op_type, bp_kernel_fn fn, void *user,
-                                  bp_error *err);
+BP_API void bp_exec_set_kernel(bp_exec *ex, bp_kernel_fn fn, void *user);
+BP_API bp_status bp_exec_set_type_kernel(bp_exec *ex, const char *op_type, bp_kernel_fn fn, void *user,
+                                         bp_error *err);
 
 /* Copies bytes into an external tensor (an input, a weight): at most its
  * size; the rest is zero.  Graph inputs planned in the arena (plan_inputs)
  * are copied into the arena at the start of every run. */
-bp_status bp_exec_set_input(bp_exec *ex, int32_t tensor, const void *data, uint64_t bytes,
-                            bp_error *err);
+BP_API bp_status bp_exec_set_input(bp_exec *ex, int32_t tensor, const void *data, uint64_t bytes,
+                                   bp_error *err);
 /* Run-time size of a dynamic tensor (its symbolic size bound now).  Default:
  * the graph's size. */
-bp_status bp_exec_set_dynamic_bytes(bp_exec *ex, int32_t tensor, uint64_t bytes, bp_error *err);
+BP_API bp_status bp_exec_set_dynamic_bytes(bp_exec *ex, int32_t tensor, uint64_t bytes, bp_error *err);
 
 typedef struct bp_exec_run_stats {
     double seconds;          /* wall time of the run */
@@ -114,11 +116,11 @@ typedef struct bp_exec_run_stats {
  * BP_ERR_EXHAUSTED when the pool cannot serve a dynamic tensor.  After a
  * successful run the graph outputs stay readable until the next run.
  * stats may be NULL. */
-bp_status bp_exec_run(bp_exec *ex, bp_exec_run_stats *stats, bp_error *err);
+BP_API bp_status bp_exec_run(bp_exec *ex, bp_exec_run_stats *stats, bp_error *err);
 
 /* The bytes of a tensor after a run: outputs and external tensors; other
  * tensors only while they are live (from a kernel).  NULL when not bound. */
-void *bp_exec_tensor_data(const bp_exec *ex, int32_t tensor, uint64_t *bytes);
+BP_API void *bp_exec_tensor_data(const bp_exec *ex, int32_t tensor, uint64_t *bytes);
 
 typedef struct bp_exec_info {
     bp_exec_mode mode;
@@ -130,11 +132,11 @@ typedef struct bp_exec_info {
     uint64_t external_bytes; /* inputs, weights and constants (outside the arena) */
     uint64_t safe_bytes;     /* SAFE: the bytes of every tensor's own buffer */
 } bp_exec_info;
-void bp_exec_get_info(const bp_exec *ex, bp_exec_info *out);
+BP_API void bp_exec_get_info(const bp_exec *ex, bp_exec_info *out);
 /* The fences as (from_op, to_op) pairs: to_op waits for from_op.  *n = pairs. */
-const int32_t *bp_exec_fences(const bp_exec *ex, size_t *n);
+BP_API const int32_t *bp_exec_fences(const bp_exec *ex, size_t *n);
 /* The pool that holds the arena and dynamic blocks (for statistics). */
-bp_pool *bp_exec_pool(const bp_exec *ex);
+BP_API bp_pool *bp_exec_pool(const bp_exec *ex);
 
 /* ------------------------------------------------------- digest kernels */
 
@@ -143,16 +145,16 @@ bp_pool *bp_exec_pool(const bp_exec *ex);
  * and the contents of all inputs, so any corruption of a live tensor changes
  * every output downstream of it.  A view output copies its input.  user may
  * be NULL; with a non-NULL user it is a bp_digest_options. */
-int bp_digest_kernel(void *user, const bp_exec_call *call, bp_error *err);
+BP_API int bp_digest_kernel(void *user, const bp_exec_call *call, bp_error *err);
 typedef struct bp_digest_options {
     double spin_us;          /* busy-wait this long before computing (benchmarks) */
     int32_t fail_op;         /* op id that returns an error (tests), -1 = none */
 } bp_digest_options;
 /* Fills every external tensor (inputs, weights) with bytes derived from the
  * tensor's name and seed, the same in every mode. */
-bp_status bp_digest_fill_inputs(bp_exec *ex, uint64_t seed, bp_error *err);
+BP_API bp_status bp_digest_fill_inputs(bp_exec *ex, uint64_t seed, bp_error *err);
 /* 64-bit hash of a byte range (the one the digest kernels use). */
-uint64_t bp_digest_hash(const void *data, uint64_t bytes, uint64_t seed);
+BP_API uint64_t bp_digest_hash(const void *data, uint64_t bytes, uint64_t seed);
 
 /* Runs the plan (mode PLANNED, o->threads threads) and a SAFE run of the
  * same graph with digest kernels, and compares every graph output byte for
@@ -160,8 +162,8 @@ uint64_t bp_digest_hash(const void *data, uint64_t bytes, uint64_t seed);
  * BP_ERR_VERIFY otherwise, naming the first tensor (in the plan's order)
  * whose contents differ, and the tensors that shared its bytes while it was
  * live.  report (may be NULL) gets a summary line. */
-bp_status bp_exec_verify(const bp_graph *g, const bp_plan *plan, const bp_exec_options *o,
-                         uint64_t seed, FILE *report, bp_error *err);
+BP_API bp_status bp_exec_verify(const bp_graph *g, const bp_plan *plan, const bp_exec_options *o,
+                                uint64_t seed, FILE *report, bp_error *err);
 
 /* ----------------------------------------------------------------- history */
 
@@ -169,13 +171,13 @@ bp_status bp_exec_verify(const bp_graph *g, const bp_plan *plan, const bp_exec_o
  * (arena range or pool block), every tenant in order with its ALLOC, first
  * write, reads (the last marked) and FREE, each with a tick (a global event
  * counter) and the thread.  Format in docs/EXECUTOR.md.  path "-" = stdout. */
-bp_status bp_exec_write_history(const bp_exec *ex, const char *path, bp_error *err);
+BP_API bp_status bp_exec_write_history(const bp_exec *ex, const char *path, bp_error *err);
 /* Reads a history file and flags every two tenants of the same bytes whose
  * accesses interleave (the later tenant is written before the earlier one's
  * last access ends).  Writes one line per conflict to report (may be NULL);
  * *n_conflicts gets their number.  BP_OK when clean, BP_ERR_VERIFY with the
  * first conflict in err when not, BP_ERR_INVALID/IO for a bad file. */
-bp_status bp_history_check(const char *path, FILE *report, uint64_t *n_conflicts, bp_error *err);
+BP_API bp_status bp_history_check(const char *path, FILE *report, uint64_t *n_conflicts, bp_error *err);
 
 #ifdef __cplusplus
 }

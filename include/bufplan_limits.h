@@ -9,6 +9,8 @@
  * functions below or to bp_graph_set_limits().  SECURITY.md lists them. */
 #ifndef BUFPLAN_LIMITS_H
 #define BUFPLAN_LIMITS_H
+
+#include "bufplan_api.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -28,24 +30,24 @@ typedef struct bp_limits {
 } bp_limits;
 
 /* The defaults above. */
-void bp_limits_init(bp_limits *l);
+BP_API void bp_limits_init(bp_limits *l);
 
 /* Sets the limits the builder enforces on g from now on (the graph starts
  * with the defaults).  BP_ERR_USAGE for a NULL argument or a rank over 255. */
-bp_status bp_graph_set_limits(bp_graph *g, const bp_limits *l, bp_error *err);
+BP_API bp_status bp_graph_set_limits(bp_graph *g, const bp_limits *l, bp_error *err);
 /* The limits in force for g. */
-void bp_graph_get_limits(const bp_graph *g, bp_limits *out);
+BP_API void bp_graph_get_limits(const bp_graph *g, bp_limits *out);
 
 /* The readers with explicit limits (NULL = defaults).  The plain functions
  * (bp_graph_read, bp_graph_parse_json, bp_instance_parse_csv, ...) use the
  * defaults; bp_onnx_options.limits does the same for ONNX, and the plan
  * reader uses the limits of the graph it reads a plan for. */
-bp_status bp_graph_read_lim(const char *path, const bp_limits *lim, const bp_allocator *alloc,
-                            bp_graph **out, bp_error *err);
-bp_status bp_graph_parse_json_lim(const char *text, size_t len, const char *filename, const bp_limits *lim,
-                                  const bp_allocator *alloc, bp_graph **out, bp_error *err);
-bp_status bp_instance_parse_csv_lim(const char *text, size_t len, const char *filename, const bp_limits *lim,
-                                    const bp_allocator *alloc, bp_instance **out, bp_error *err);
+BP_API bp_status bp_graph_read_lim(const char *path, const bp_limits *lim, const bp_allocator *alloc,
+                                   bp_graph **out, bp_error *err);
+BP_API bp_status bp_graph_parse_json_lim(const char *text, size_t len, const char *filename, const bp_limits *lim,
+                                         const bp_allocator *alloc, bp_graph **out, bp_error *err);
+BP_API bp_status bp_instance_parse_csv_lim(const char *text, size_t len, const char *filename, const bp_limits *lim,
+                                           const bp_allocator *alloc, bp_instance **out, bp_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
 /* bufplan — ONNX import; included by bufplan.h. */
 #ifndef BUFPLAN_ONNX_H
 #define BUFPLAN_ONNX_H
+
+#include "bufplan_api.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -21,7 +23,7 @@ typedef struct bp_onnx_options {
     const struct bp_limits *limits; /* resource limits (bufplan_limits.h); NULL = defaults */
 } bp_onnx_options;
 
-void bp_onnx_options_init(bp_onnx_options *o);
+BP_API void bp_onnx_options_init(bp_onnx_options *o);
 
 /* What an import found (docs/ONNX.md). */
 typedef struct bp_onnx_stats {
@@ -49,18 +51,18 @@ typedef struct bp_onnx_stats {
 
 /* Reads an .onnx model into a finalized graph.  Weights are not copied: the
  * file is mapped and initializer bytes are skipped. */
-bp_status bp_onnx_read(const char *path, const bp_onnx_options *opts, const bp_allocator *alloc,
-                       bp_graph **out, bp_error *err);
+BP_API bp_status bp_onnx_read(const char *path, const bp_onnx_options *opts, const bp_allocator *alloc,
+                              bp_graph **out, bp_error *err);
 /* The same, and fills *stats (may be NULL). */
-bp_status bp_onnx_read_ex(const char *path, const bp_onnx_options *opts, const bp_allocator *alloc,
-                          bp_graph **out, bp_onnx_stats *stats, bp_error *err);
+BP_API bp_status bp_onnx_read_ex(const char *path, const bp_onnx_options *opts, const bp_allocator *alloc,
+                                 bp_graph **out, bp_onnx_stats *stats, bp_error *err);
 /* Imports a model held in memory (not copied; it must outlive the call).
  * `filename` is only used in messages (may be NULL). */
-bp_status bp_onnx_parse(const void *data, size_t len, const char *filename,
-                        const bp_onnx_options *opts, const bp_allocator *alloc,
-                        bp_graph **out, bp_onnx_stats *stats, bp_error *err);
+BP_API bp_status bp_onnx_parse(const void *data, size_t len, const char *filename,
+                               const bp_onnx_options *opts, const bp_allocator *alloc,
+                               bp_graph **out, bp_onnx_stats *stats, bp_error *err);
 /* 1 when bufplan was built with ONNX support. */
-int bp_onnx_available(void);
+BP_API int bp_onnx_available(void);
 
 #ifdef __cplusplus
 }

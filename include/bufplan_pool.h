@@ -14,6 +14,8 @@
  * so device memory works.  All functions are thread-safe. */
 #ifndef BUFPLAN_POOL_H
 #define BUFPLAN_POOL_H
+
+#include "bufplan_api.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,10 +40,10 @@ typedef struct bp_pool_backend {
 } bp_pool_backend;
 
 /* Anonymous private mmap (MAP_NORESERVE), released with munmap. */
-void bp_pool_backend_mmap(bp_pool_backend *out);
+BP_API void bp_pool_backend_mmap(bp_pool_backend *out);
 /* cudaMalloc / cudaFree on `device`.  BP_ERR_UNSUPPORTED when bufplan was
  * built without CUDA or no such device exists. */
-bp_status bp_pool_backend_cuda(int device, bp_pool_backend *out, bp_error *err);
+BP_API bp_status bp_pool_backend_cuda(int device, bp_pool_backend *out, bp_error *err);
 
 /* ---------------------------------------------------------------- options */
 
@@ -72,34 +74,34 @@ typedef struct bp_pool_options {
     const bp_allocator *alloc;      /* host metadata; NULL = libc */
 } bp_pool_options;
 
-void bp_pool_options_init(bp_pool_options *o);
+BP_API void bp_pool_options_init(bp_pool_options *o);
 /* Smallest rounded size of class k (k in 0..BP_POOL_N_CLASSES), UINT64_MAX for
  * k == BP_POOL_N_CLASSES. */
-uint64_t bp_pool_class_min(int k);
+BP_API uint64_t bp_pool_class_min(int k);
 /* The class that serves a request of `bytes` (after rounding to 256). */
-int bp_pool_class_of(uint64_t bytes);
+BP_API int bp_pool_class_of(uint64_t bytes);
 
 /* ------------------------------------------------------------- lifecycle */
 
 /* A dynamic pool (no arena).  o may be NULL for the defaults. */
-bp_status bp_pool_new(const bp_pool_options *o, bp_pool **out, bp_error *err);
+BP_API bp_status bp_pool_new(const bp_pool_options *o, bp_pool **out, bp_error *err);
 /* A plan-backed pool: one arena of exactly arena_bytes (the executor passes
  * bp_plan_get_stats(plan)->arena_bytes) reserved in one backend call, plus the
  * dynamic classes for whatever the plan could not place.  arena_bytes may be
  * 0 (then the arena base is NULL). */
-bp_status bp_pool_new_arena(uint64_t arena_bytes, const bp_pool_options *o,
-                            bp_pool **out, bp_error *err);
+BP_API bp_status bp_pool_new_arena(uint64_t arena_bytes, const bp_pool_options *o,
+                                   bp_pool **out, bp_error *err);
 /* Releases all backing memory, including blocks still allocated. */
-void bp_pool_free(bp_pool *p);
+BP_API void bp_pool_free(bp_pool *p);
 
 /* ----------------------------------------------------------------- arena */
 
-void *bp_pool_arena_base(const bp_pool *p);
-uint64_t bp_pool_arena_bytes(const bp_pool *p);
+BP_API void *bp_pool_arena_base(const bp_pool *p);
+BP_API uint64_t bp_pool_arena_bytes(const bp_pool *p);
 /* *ptr = arena base + offset after checking [offset, offset + bytes) lies in
  * the arena (BP_ERR_USAGE otherwise).  Allocates nothing. */
-bp_status bp_pool_arena_bind(const bp_pool *p, uint64_t offset, uint64_t bytes,
-                             void **ptr, bp_error *err);
+BP_API bp_status bp_pool_arena_bind(const bp_pool *p, uint64_t offset, uint64_t bytes,
+                                    void **ptr, bp_error *err);
 
 /* ------------------------------------------------------- dynamic blocks */
 
@@ -107,13 +109,13 @@ bp_status bp_pool_arena_bind(const bp_pool *p, uint64_t offset, uint64_t bytes,
  * alignment.  On failure *ptr is NULL and the status is BP_ERR_EXHAUSTED
  * (max_bytes reached or the backend refused; the message gives the request
  * and the pool's state), BP_ERR_NOMEM (host metadata) or BP_ERR_USAGE. */
-bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err);
+BP_API bp_status bp_pool_alloc(bp_pool *p, uint64_t bytes, void **ptr, bp_error *err);
 /* Returns a block.  NULL is a no-op.  A pointer that is not a live block of
  * this pool (double free, interior pointer, foreign pointer) is reported as
  * BP_ERR_USAGE and ignored. */
-bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err);
+BP_API bp_status bp_pool_dealloc(bp_pool *p, void *ptr, bp_error *err);
 /* Usable bytes of a live block (its rounded size), 0 if ptr is not one. */
-uint64_t bp_pool_block_bytes(bp_pool *p, const void *ptr);
+BP_API uint64_t bp_pool_block_bytes(bp_pool *p, const void *ptr);
 
 /* ------------------------------------------------ per-thread handles */
 
@@ -142,20 +144,20 @@ uint64_t bp_pool_block_bytes(bp_pool *p, const void *ptr);
  * handle before the pool; bp_pool_free frees the ones left. */
 typedef struct bp_pool_local bp_pool_local;
 
-bp_status bp_pool_local_new(bp_pool *p, uint64_t cache_bytes, bp_pool_local **out, bp_error *err);
+BP_API bp_status bp_pool_local_new(bp_pool *p, uint64_t cache_bytes, bp_pool_local **out, bp_error *err);
 /* Returns the cache to the pool and frees the handle.  NULL is a no-op. */
-void bp_pool_local_free(bp_pool_local *l);
+BP_API void bp_pool_local_free(bp_pool_local *l);
 /* As bp_pool_alloc / bp_pool_dealloc, through the handle's cache. */
-bp_status bp_pool_local_alloc(bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err);
-bp_status bp_pool_local_dealloc(bp_pool_local *l, void *ptr, bp_error *err);
+BP_API bp_status bp_pool_local_alloc(bp_pool_local *l, uint64_t bytes, void **ptr, bp_error *err);
+BP_API bp_status bp_pool_local_dealloc(bp_pool_local *l, void *ptr, bp_error *err);
 /* Returns every cached block to the pool's lists (the owner thread). */
-void bp_pool_local_flush(bp_pool_local *l);
+BP_API void bp_pool_local_flush(bp_pool_local *l);
 
 /* Merges adjacent free blocks now (what compact_interval does periodically). */
-void bp_pool_compact(bp_pool *p);
+BP_API void bp_pool_compact(bp_pool *p);
 /* Merges, then returns pieces that are entirely free to the backend.
  * Returns the bytes released. */
-uint64_t bp_pool_trim(bp_pool *p);
+BP_API uint64_t bp_pool_trim(bp_pool *p);
 
 /* ------------------------------------------------------------- statistics */
 
@@ -189,9 +191,9 @@ typedef struct bp_pool_stats {
 } bp_pool_stats;
 
 /* A consistent snapshot (briefly takes every lock). */
-void bp_pool_get_stats(bp_pool *p, bp_pool_stats *out);
+BP_API void bp_pool_get_stats(bp_pool *p, bp_pool_stats *out);
 /* A human-readable summary (for `bufplan run --stats`). */
-void bp_pool_stats_print(bp_pool *p, FILE *f);
+BP_API void bp_pool_stats_print(bp_pool *p, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef BUFPLAN_SCHED_H
 #define BUFPLAN_SCHED_H
 
+#include "bufplan_api.h"
+
 #include "bufplan.h"
 
 #ifdef __cplusplus
@@ -23,27 +25,27 @@ typedef struct bp_schedule_info {
 } bp_schedule_info;
 
 /* Like bp_schedule(), and fills info (may be NULL). */
-bp_status bp_schedule_ex(const bp_graph *g, const bp_plan_options *opts, int32_t *order,
-                         bp_schedule_info *info, bp_error *err);
+BP_API bp_status bp_schedule_ex(const bp_graph *g, const bp_plan_options *opts, int32_t *order,
+                                bp_schedule_info *info, bp_error *err);
 
 /* Peak of an order: max over steps of the aligned bytes of planned storages
  * live at that step, with views and in-place as bp_plan_graph_order does
  * them (opts: alignment, no_alias, plan_inputs, plan_constants; NULL =
  * defaults).  Equal to the plan's lower_bound_bytes.  O(V + E).
  * The order must be a topological permutation of the ops. */
-bp_status bp_schedule_peak(const bp_graph *g, const bp_plan_options *opts, const int32_t *order,
-                           uint64_t *peak, int32_t *peak_step, bp_error *err);
+BP_API bp_status bp_schedule_peak(const bp_graph *g, const bp_plan_options *opts, const int32_t *order,
+                                  uint64_t *peak, int32_t *peak_step, bp_error *err);
 
 /* Estimated cost of an op: the graph's cost when > 0, else a roofline
  * estimate from shapes (FLOPs at 1e12/s, bytes at 1e11/s, in microseconds). */
-double bp_op_cost(const bp_graph *g, int32_t op);
+BP_API double bp_op_cost(const bp_graph *g, int32_t op);
 
 /* Makespan of an order on `workers` parallel workers (list scheduling): ops
  * are dispatched in the order; each goes to the worker that is free first
  * and starts when that worker is free and all its producers have finished.
  * Uses bp_op_cost. */
-bp_status bp_schedule_makespan(const bp_graph *g, const int32_t *order, int workers,
-                               double *makespan, bp_error *err);
+BP_API bp_status bp_schedule_makespan(const bp_graph *g, const int32_t *order, int workers,
+                                      double *makespan, bp_error *err);
 
 /* One point of the seed scheduler's memory/latency trade-off. */
 typedef struct bp_sweep_point {
@@ -54,8 +56,8 @@ typedef struct bp_sweep_point {
 
 /* Runs the seed scheduler for n_points values of alpha evenly spaced in
  * [0, 1] (beta = 1 - alpha); fills points[0..n_points-1]. */
-bp_status bp_schedule_sweep_alpha(const bp_graph *g, const bp_plan_options *opts, int n_points,
-                                  bp_sweep_point *points, bp_error *err);
+BP_API bp_status bp_schedule_sweep_alpha(const bp_graph *g, const bp_plan_options *opts, int n_points,
+                                         bp_sweep_point *points, bp_error *err);
 
 #ifdef __cplusplus
 }

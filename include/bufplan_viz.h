@@ -3,6 +3,8 @@
  * describes the pages and the history format. */
 #ifndef BUFPLAN_VIZ_H
 #define BUFPLAN_VIZ_H
+
+#include "bufplan_api.h"
 #include "bufplan.h"
 #ifdef __cplusplus
 extern "C" {
@@ -27,7 +29,7 @@ typedef struct bp_viz_options {
     int progress;               /* progress line on stderr when a terminal */
 } bp_viz_options;
 
-void bp_viz_options_init(bp_viz_options *o);
+BP_API void bp_viz_options_init(bp_viz_options *o);
 
 /* One self-contained HTML page (no network): the memory timeline on a
  * canvas (x = step, y = arena offset, one rectangle per planned tensor,
@@ -35,26 +37,26 @@ void bp_viz_options_init(bp_viz_options *o);
  * arena, the peak step, the tensors live at the peak, the second plan side by
  * side and the executor history when given.  path "-" = stdout; writes are
  * atomic.  The plans must belong to g. */
-bp_status bp_viz_write_html(const bp_graph *g, const bp_plan *p, const bp_viz_options *o,
-                            const char *path, bp_error *err);
-bp_status bp_viz_write_html_file(const bp_graph *g, const bp_plan *p, const bp_viz_options *o,
-                                 FILE *f, bp_error *err);
+BP_API bp_status bp_viz_write_html(const bp_graph *g, const bp_plan *p, const bp_viz_options *o,
+                                   const char *path, bp_error *err);
+BP_API bp_status bp_viz_write_html_file(const bp_graph *g, const bp_plan *p, const bp_viz_options *o,
+                                        FILE *f, bp_error *err);
 /* A static SVG picture of the timeline and the live-bytes curve: one <rect
  * class="tensor"> per planned tensor and no other rect.  (o->compare and
  * o->history_path are ignored.) */
-bp_status bp_viz_write_svg(const bp_graph *g, const bp_plan *p, const bp_viz_options *o,
-                           const char *path, bp_error *err);
-bp_status bp_viz_write_svg_file(const bp_graph *g, const bp_plan *p, const bp_viz_options *o,
-                                 FILE *f, bp_error *err);
+BP_API bp_status bp_viz_write_svg(const bp_graph *g, const bp_plan *p, const bp_viz_options *o,
+                                  const char *path, bp_error *err);
+BP_API bp_status bp_viz_write_svg_file(const bp_graph *g, const bp_plan *p, const bp_viz_options *o,
+                                        FILE *f, bp_error *err);
 
 /* Aligned bytes of the planned storages live at each step, read from the
  * plan: live has bp_plan_n_steps(p) entries.  Its maximum is the plan's
  * lower bound, reached first at stats->peak_step. */
-bp_status bp_plan_live_bytes(const bp_plan *p, uint64_t *live, bp_error *err);
+BP_API bp_status bp_plan_live_bytes(const bp_plan *p, uint64_t *live, bp_error *err);
 /* The storages (their root tensors) live at `step`, largest first, ties by
  * tensor id: writes up to cap ids and returns how many there are in all
  * (-1 if step is out of range). */
-int32_t bp_plan_live_at(const bp_plan *p, int32_t step, int32_t *ids, int32_t cap);
+BP_API int32_t bp_plan_live_at(const bp_plan *p, int32_t step, int32_t *ids, int32_t cap);
 
 /* -------------------------------------------------------------- reports */
 
@@ -84,14 +86,14 @@ typedef struct bp_report {
  * the other options from base (NULL = defaults; time_limit applies to each
  * search).  A combination that fails is a row with its status and message;
  * the call itself fails only for bad arguments or out of memory. */
-bp_status bp_report_run(const bp_graph *g, const bp_plan_options *base, bp_report *out, bp_error *err);
+BP_API bp_status bp_report_run(const bp_graph *g, const bp_plan_options *base, bp_report *out, bp_error *err);
 /* format: "text", "csv" or "json".  path "-" = stdout. */
-bp_status bp_report_write(const bp_report *r, const char *format, const char *path, bp_error *err);
-bp_status bp_report_write_file(const bp_report *r, const char *format, FILE *f, bp_error *err);
+BP_API bp_status bp_report_write(const bp_report *r, const char *format, const char *path, bp_error *err);
+BP_API bp_status bp_report_write_file(const bp_report *r, const char *format, FILE *f, bp_error *err);
 /* A grouped bar chart (one group per scheduler, one bar per assigner, the
  * lower bound and the naive size as lines), as SVG. */
-bp_status bp_report_write_svg(const bp_report *r, const char *path, bp_error *err);
-bp_status bp_report_write_svg_file(const bp_report *r, FILE *f, bp_error *err);
+BP_API bp_status bp_report_write_svg(const bp_report *r, const char *path, bp_error *err);
+BP_API bp_status bp_report_write_svg_file(const bp_report *r, FILE *f, bp_error *err);
 
 #ifdef __cplusplus
 }

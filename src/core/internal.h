@@ -128,6 +128,9 @@ static inline bool bp__op_is_elementwise(const bp_graph *g, int32_t op) { return
 bool bp__is_view_type(const char *type);
 /* True for element-wise op types whose output may overwrite an input. */
 bool bp__is_elementwise_type(const char *type);
+/* Reads a bufplan-graph JSON file with explicit limits (graph_json.c). */
+bp_status bp__graph_read_json_lim(const char *path, const bp_limits *lim, const bp_allocator *alloc, bp_graph **out,
+                                  bp_error *err);
 
 /* ------------------------------------------------------------- storages */
 
@@ -140,6 +143,14 @@ typedef struct bp__storage {
 
 bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__storage *st, bp_error *err);
 void bp__storage_free(const bp_graph *g, bp__storage *st);
+/* Union-find root of t in root[], compressing the path. */
+static inline int32_t bp__storage_find(int32_t *root, int32_t t)
+{
+    int32_t r = t;
+    while (root[r] != r) r = root[r];
+    while (root[t] != r) { int32_t n = root[t]; root[t] = r; t = n; }
+    return r;
+}
 
 /* Order-dependent lifetimes of storages: after in-place merging, root[t] may
  * change (a tensor written in place joins its input's storage).  first/last

@@ -1,7 +1,7 @@
 /*
- * json_io.h — loading JSON documents with jansson, shared by the graph
- * reader (graph_json.c, which implements these) and the plan reader
- * (plan_io.c).  Module-private; not installed.
+ * json_io.h — loading JSON documents with jansson (json_load.c), for every
+ * reader of JSON files: graphs, plans, config files, histories.
+ * Module-private; not installed.
  */
 #ifndef BP_JSON_IO_H
 #define BP_JSON_IO_H

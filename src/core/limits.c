@@ -1,16 +1,17 @@
 /*
- * limits.c — resource limits for untrusted input (include/bufplan_limits.h)
- * and the two pre-scans that enforce nesting limits before a recursive
- * parser sees the input.
+ * limits.c — resource limits for untrusted input (include/bufplan_limits.h):
+ * the defaults, and the JSON pre-scan that enforces nesting limits before a
+ * recursive parser sees the input (the protobuf one is onnx/pb_check.c; a
+ * graph's own limits are graph/limits.c).
  *
  * jansson's parser and protobuf-c's unpacker both recurse once per nesting
  * level, so a small file of deeply nested brackets or sub-messages could
  * exhaust the stack (jansson stops at 2048 levels; protobuf-c has no limit).
  * Both scans are iterative and O(n):
- *   - JSON: a byte state machine (in string / escape / depth) fed chunk by
+ *   - JSON (here): a byte state machine (in string / escape / depth) fed chunk by
  *     chunk, so a streamed file is checked as it passes through to jansson;
  *     it also counts the bytes against max_file_bytes.
- *   - protobuf: walks the wire format with an explicit stack of (message
+ *   - protobuf (onnx/pb_check.c): walks the wire format with an explicit stack of (message
  *     descriptor, end) frames; a length-delimited field whose descriptor says
  *     "message" is entered, anything else is skipped.  Malformed wire data
  *     (truncated varints or lengths, groups, bad wire types) is an error here,
@@ -39,30 +40,6 @@ void bp_limits_init(bp_limits *l)
 }
 
 const bp_limits *bp__limits(const bp_limits *l) { return l ? l : &lim_defaults; }
-
-bp_status bp_graph_set_limits(bp_graph *g, const bp_limits *l, bp_error *err)
-{
-    if (!g || !l) return bp__err(err, BP_ERR_USAGE, "bp_graph_set_limits: NULL argument");
-    if (l->max_rank > 255)
-        return bp__err(err, BP_ERR_USAGE, "%s: max_rank %u is over 255, the most a tensor can hold", g->name, l->max_rank);
-    g->lim = *l;
-    return BP_OK;
-}
-
-void bp_graph_get_limits(const bp_graph *g, bp_limits *out)
-{
-    if (out) *out = g ? g->lim : lim_defaults;
-}
-
-bp_status bp__limits_check_total(const bp_graph *g, bp_error *err)
-{
-    uint64_t total = 0;
-    for (size_t t = 0; t < g->n_t; t++)
-        if (!bp__add_u64(total, g->t[t].bytes, &total) || total > g->lim.max_total_bytes)
-            return bp__err(err, BP_ERR_LIMIT, "%s: the tensors declare more than %llu bytes in all (bp_limits.max_total_bytes)",
-                           g->name, (unsigned long long)g->lim.max_total_bytes);
-    return BP_OK;
-}
 
 /* ------------------------------------------------------------ JSON depth */
 
@@ -106,69 +83,3 @@ bp_status bp__json_scan_error(const bp__json_scan *s, const char *file, bp_error
     return bp__err(err, BP_ERR_LIMIT, "%s: the file is larger than %llu bytes (bp_limits.max_file_bytes)", file,
                    (unsigned long long)s->max_bytes);
 }
-
-/* -------------------------------------------------------- protobuf depth */
-
-#ifdef BP_HAVE_ONNX
-#include "onnx/onnx_internal.h"
-
-static bool pb_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
-{
-    const uint8_t *p = *pp;
-    uint64_t x = 0;
-    for (int sh = 0; sh < 64; sh += 7) {
-        if (p >= end) return false;
-        uint8_t b = *p++;
-        x |= (uint64_t)(b & 0x7f) << sh;
-        if (!(b & 0x80)) { *pp = p; *v = x; return true; }
-    }
-    return false;
-}
-
-bp_status bp__pb_check(const ProtobufCMessageDescriptor *desc, const void *data, size_t len, uint32_t max_depth,
-                       const char *file, const char *what, bp_error *err)
-{
-    enum { MAXF = 256 };
-    struct { const ProtobufCMessageDescriptor *d; const uint8_t *end; } st[MAXF];
-    if (max_depth >= MAXF) max_depth = MAXF - 1;
-    const uint8_t *p = data, *end = p + len;
-    uint32_t top = 0;
-    st[0].d = desc;
-    st[0].end = end;
-    for (;;) {
-        while (p == st[top].end) {
-            if (top == 0) return BP_OK;
-            top--;
-        }
-        uint64_t tag, v;
-        if (!pb_varint(&p, st[top].end, &tag)) goto bad;
-        uint32_t wt = (uint32_t)(tag & 7);
-        uint64_t num = tag >> 3;
-        if (num == 0 || num > 0x1fffffff) goto bad;
-        switch (wt) {
-        case 0: if (!pb_varint(&p, st[top].end, &v)) goto bad; break;
-        case 1: if (st[top].end - p < 8) goto bad; p += 8; break;
-        case 5: if (st[top].end - p < 4) goto bad; p += 4; break;
-        case 2: {
-            if (!pb_varint(&p, st[top].end, &v) || v > (uint64_t)(st[top].end - p)) goto bad;
-            const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(st[top].d, (unsigned)num);
-            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && f->descriptor) {
-                if (top + 1 > max_depth)
-                    return bp__err(err, BP_ERR_LIMIT, "%s: %s: protobuf messages nested more than %u deep (bp_limits.max_proto_depth)",
-                                   file, what, max_depth);
-                top++;
-                st[top].d = f->descriptor;
-                st[top].end = p + v;
-            } else {
-                p += v;
-            }
-            break;
-        }
-        default: goto bad;
-        }
-    }
-bad:
-    return bp__err(err, BP_ERR_INVALID, "%s: %s: malformed protobuf data at byte %zu", file, what,
-                   (size_t)(p - (const uint8_t *)data));
-}
-#endif

@@ -22,57 +22,19 @@
 #include <string.h>
 #include <time.h>
 
-static inline uint64_t dg_mix(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static inline uint64_t dg_load(const unsigned char *p)
-{
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
-uint64_t bp_digest_hash(const void *data, uint64_t bytes, uint64_t seed)
-{
-    const unsigned char *p = data;
-    const uint64_t K = 0x9e3779b97f4a7c15ull, M = 0xff51afd7ed558ccdull;
-    uint64_t h0 = seed ^ (bytes * K), h1 = h0 + K, h2 = h0 + 2 * K, h3 = h0 + 3 * K;
-    uint64_t n = bytes;
-    if (!p) n = 0;
-    while (n >= 32) {   /* four independent lanes */
-        h0 = (h0 ^ dg_load(p)) * M; h0 ^= h0 >> 29;
-        h1 = (h1 ^ dg_load(p + 8)) * M; h1 ^= h1 >> 29;
-        h2 = (h2 ^ dg_load(p + 16)) * M; h2 ^= h2 >> 29;
-        h3 = (h3 ^ dg_load(p + 24)) * M; h3 ^= h3 >> 29;
-        p += 32;
-        n -= 32;
-    }
-    while (n >= 8) { h0 = (h0 ^ dg_load(p)) * M; h0 ^= h0 >> 29; p += 8; n -= 8; }
-    if (n) {
-        uint64_t w = 0;
-        memcpy(&w, p, (size_t)n);
-        h1 = (h1 ^ w ^ (n << 56)) * M;
-    }
-    return dg_mix(h0 ^ dg_mix(h1 ^ dg_mix(h2 ^ dg_mix(h3))));
-}
-
 static void dg_fill(unsigned char *p, uint64_t bytes, uint64_t seed)
 {
     uint64_t x = seed;
     while (bytes >= 8) {
         x += 0x9e3779b97f4a7c15ull;
-        uint64_t w = dg_mix(x);
+        uint64_t w = bp__dg_mix(x);
         memcpy(p, &w, 8);
         p += 8;
         bytes -= 8;
     }
     if (bytes) {
         x += 0x9e3779b97f4a7c15ull;
-        uint64_t w = dg_mix(x);
+        uint64_t w = bp__dg_mix(x);
         memcpy(p, &w, (size_t)bytes);
     }
 }
@@ -94,8 +56,8 @@ int bp_digest_kernel(void *user, const bp_exec_call *c, bp_error *err)
             return 3;
         }
     }
-    uint64_t h = dg_mix((uint64_t)c->op * 0x9e3779b97f4a7c15ull + (uint64_t)c->n_in);
-    for (int i = 0; i < c->n_in; i++) h = dg_mix(h ^ bp_digest_hash(c->in[i].data, c->in[i].bytes, (uint64_t)i));
+    uint64_t h = bp__dg_mix((uint64_t)c->op * 0x9e3779b97f4a7c15ull + (uint64_t)c->n_in);
+    for (int i = 0; i < c->n_in; i++) h = bp__dg_mix(h ^ bp_digest_hash(c->in[i].data, c->in[i].bytes, (uint64_t)i));
     for (int k = 0; k < c->n_out; k++) {
         const bp_exec_buf *b = &c->out[k];
         if (!b->data || !b->bytes) continue;
@@ -104,10 +66,10 @@ int bp_digest_kernel(void *user, const bp_exec_call *c, bp_error *err)
             const bp_exec_buf *src = &c->in[v];
             uint64_t n = src->bytes < b->bytes ? src->bytes : b->bytes;
             if (b->data != src->data && n) memmove(b->data, src->data, (size_t)n);
-            if (b->bytes > n) dg_fill((unsigned char *)b->data + n, b->bytes - n, dg_mix(h + (uint64_t)k));
+            if (b->bytes > n) dg_fill((unsigned char *)b->data + n, b->bytes - n, bp__dg_mix(h + (uint64_t)k));
             continue;
         }
-        dg_fill(b->data, b->bytes, dg_mix(h ^ ((uint64_t)k + 1) * 0xd6e8feb86659fd93ull));
+        dg_fill(b->data, b->bytes, bp__dg_mix(h ^ ((uint64_t)k + 1) * 0xd6e8feb86659fd93ull));
     }
     return 0;
 }

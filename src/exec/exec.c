@@ -778,7 +778,7 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
     bp__tenant *ten = NULL;
     int32_t *tid = NULL, *acc_off = NULL, *acc = NULL, *amark = NULL;
     size_t n_ten = 0;
-    bp_status s = bp__exec_preds(g, &ex->a, &pred_off, &pred, &ex->n_data_edges, err);
+    bp_status s = bp__op_preds(g, &ex->a, &pred_off, &pred, &ex->n_data_edges, err);
     if (s) return s;
     if (ex->o.mode != BP_EXEC_SAFE) {
         /* tenants: tensors written into their own bytes (not shared views);

@@ -1,11 +1,7 @@
 /*
- * lifetime.c — storages (alias groups) and live intervals for an order.
+ * lifetime.c — live intervals for an order, over the storages (alias groups)
+ * of graph/storage.c.
  *
- * 1. Storages, independent of the order (bp__storage_build): a tensor's root
- *    is the end of its view chain — an explicit view_of, or output 0 of an op
- *    whose type is a known view (Reshape, aten.view, ...) — or itself.  A root
- *    is planned (in the arena) when an op produces it and it is not dynamic,
- *    not a weight/constant, not a graph input (unless plan_inputs).
  * 2. Intervals for an order (bp__lifetimes_compute): a tensor lives from its
  *    producer's step to its last consumer's step, inclusive; graph outputs to
  *    the final step; unread tensors only at their producer's step.  A storage
@@ -19,66 +15,6 @@
 #include "core/internal.h"
 
 #include <string.h>
-
-void bp__storage_free(const bp_graph *g, bp__storage *st)
-{
-    bp__free(&g->alloc, st->root, g->n_t * sizeof *st->root);
-    bp__free(&g->alloc, st->planned, g->n_t * sizeof *st->planned);
-    st->root = NULL;
-    st->planned = NULL;
-}
-
-static int32_t storage_find(int32_t *root, int32_t t)
-{
-    int32_t r = t;
-    while (root[r] != r) r = root[r];
-    while (root[t] != r) { int32_t n = root[t]; root[t] = r; t = n; }
-    return r;
-}
-
-bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__storage *st, bp_error *err)
-{
-    size_t nt = g->n_t;
-    st->root = NULL;
-    st->planned = NULL;
-    bp_status ls = bp__limits_check_total(g, err);   /* sums below cannot overflow */
-    if (ls) return ls;
-    st->root = bp__alloc(&g->alloc, (nt ? nt : 1) * sizeof *st->root);
-    st->planned = bp__alloc(&g->alloc, nt ? nt : 1);
-    if (!st->root || !st->planned) {
-        bp__storage_free(g, st);
-        return bp__err(err, BP_ERR_NOMEM, "%s: out of memory building storages", g->name);
-    }
-    for (size_t t = 0; t < nt; t++) {
-        int32_t src = -1;
-        if (!o->no_alias) {
-            const bp__tensor *x = &g->t[t];
-            if (x->view_of >= 0) {
-                src = x->view_of;
-            } else if (x->producer >= 0) {
-                const bp__op *op = &g->o[x->producer];
-                if (op->n_in > 0 && bp__op_out(g, x->producer)[0] == (int32_t)t &&
-                    bp__op_is_view(g, x->producer))
-                    src = bp__op_in(g, x->producer)[0];
-            }
-        }
-        st->root[t] = src >= 0 ? src : (int32_t)t;
-    }
-    /* Chains are acyclic for explicit views (finalize checked) and follow data
-     * edges for op views, so find() terminates. */
-    for (size_t t = 0; t < nt; t++) storage_find(st->root, (int32_t)t);
-    for (size_t t = 0; t < nt; t++) {
-        const bp__tensor *x = &g->t[t];
-        bool planned;
-        if (x->producer >= 0)
-            planned = !x->dynamic && (!(x->flags & BP_TENSOR_CONST) || o->plan_constants);
-        else
-            planned = o->plan_inputs && (x->flags & BP_TENSOR_INPUT) && !x->dynamic;
-        st->planned[t] = planned;
-    }
-    /* A storage is planned when its root is; members follow the root. */
-    return BP_OK;
-}
 
 void bp__lifetimes_free(const bp_graph *g, bp__lifetimes *lt)
 {
@@ -219,20 +155,20 @@ bp_status bp__lifetimes_compute(const bp_graph *g, const bp_plan_options *o, con
             int32_t op = order[si], step = (int32_t)si;
             const bp__op *x = &g->o[op];
             if (hint_out && hint_out[op] >= 0) {
-                int32_t out = hint_out[op], in = hint_in[op], r = storage_find(lt->root, in);
+                int32_t out = hint_out[op], in = hint_in[op], r = bp__storage_find(lt->root, in);
                 if (inplace_ok(g, lt, step, out, in, r)) inplace_merge(lt, out, r);
                 continue;
             }
             if (x->n_out != 1 || x->n_in == 0 || !bp__op_is_elementwise(g, op)) continue;
             int32_t out = bp__op_out(g, op)[0];
             for (int i = 0; i < x->n_in; i++) {
-                int32_t in = bp__op_in(g, op)[i], r = storage_find(lt->root, in);
+                int32_t in = bp__op_in(g, op)[i], r = bp__storage_find(lt->root, in);
                 if (inplace_ok(g, lt, step, out, in, r)) { inplace_merge(lt, out, r); break; }
             }
         }
         bp__free(a, hint_out, no * sizeof *hint_out);
         bp__free(a, hint_in, no * sizeof *hint_in);
-        for (size_t t = 0; t < nt; t++) storage_find(lt->root, (int32_t)t);
+        for (size_t t = 0; t < nt; t++) bp__storage_find(lt->root, (int32_t)t);
     }
     return BP_OK;
 }

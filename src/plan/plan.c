@@ -22,32 +22,6 @@ static int cmp_u64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static const char *const assign_names[BP_ASSIGN_COUNT] = {"naive", "color", "bestfit", "search"};
-static const char *const kind_names[] = {"planned", "input", "weight", "output", "dynamic"};
-
-const char *bp_assign_name(bp_assign_kind k) { return (unsigned)k < BP_ASSIGN_COUNT ? assign_names[k] : "?"; }
-const char *bp_tensor_kind_name(bp_tensor_kind k) { return (unsigned)k <= BP_KIND_DYNAMIC ? kind_names[k] : "?"; }
-
-int bp_assign_parse(const char *s, bp_assign_kind *out)
-{
-    for (int i = 0; i < BP_ASSIGN_COUNT; i++)
-        if (strcmp(s, assign_names[i]) == 0) { *out = (bp_assign_kind)i; return 0; }
-    return -1;
-}
-
-void bp_plan_options_init(bp_plan_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->sched = BP_SCHED_BEST;
-    o->assign = BP_ASSIGN_BESTFIT;
-    o->alpha = 0.7;
-    o->beta = 0.3;
-    o->alignment = 256;
-    o->time_limit = 10.0;
-    o->seed = 1;
-    o->threads = 1;
-}
-
 bp_plan *bp__plan_alloc(const bp_allocator *a, int32_t n_t, int32_t n_o)
 {
     bp_plan *p = bp__calloc(a, 1, sizeof *p);

@@ -1,5 +1,5 @@
 /*
- * exec_fences.c — fences for parallel replay, and the fence-aware assigner.
+ * fences.c — fences for parallel replay, and the fence-aware assigner.
  *
  * A plan proves two tensors disjoint in time only for its sequential order.
  * Run on N threads, the producer of a tensor that reuses bytes could start
@@ -26,7 +26,7 @@
  * data dependencies (no fence needed), best fit; growing the arena instead,
  * while it stays within 1/8 of the peak live bytes; any hole, best fit.
  */
-#include "exec/exec_internal.h"
+#include "plan/fences.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +119,7 @@ bool bp__reach_query(bp__reach *R, int32_t from, int32_t to)
     return false;
 }
 
-bp_status bp__exec_preds(const bp_graph *g, const bp_allocator *a, int32_t **pred_off_out, int32_t **pred_out,
+bp_status bp__op_preds(const bp_graph *g, const bp_allocator *a, int32_t **pred_off_out, int32_t **pred_out,
                          size_t *n_edges, bp_error *err)
 {
     size_t no = g->n_o;
@@ -421,7 +421,7 @@ bp_status bp__assign_fence_aware(const bp_graph *g, const bp__lifetimes *lt, con
         for (size_t q = 0; q < n; q++) amark[q] = -1;
         if (!pass) for (size_t q = 1; q <= n + 1; q++) c.acc_off[q] += c.acc_off[q - 1];
     }
-    if ((s = bp__exec_preds(g, a, &pred_off, &pred, &n_edges, err))) goto done;
+    if ((s = bp__op_preds(g, a, &pred_off, &pred, &n_edges, err))) goto done;
     if ((s = bp__reach_init(&c.R, a, (int32_t)no, lt->step, pred_off, pred, err))) goto done;
     for (size_t st = 0; st < no; st++) bp__reach_finish(&c.R, op_at[st]);
 
