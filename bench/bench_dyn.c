@@ -1,6 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 /*
- * bench_dyn — dynamic shapes and the plan cache (issue 8):
+ * bench_dyn — dynamic shapes and the plan cache:
  *   cache:   planning a 1M-tensor graph vs loading its plan from the cache
  *            (with the structural checks only, and with bp_verify too);
  *   dynamic: the transformer with a symbolic sequence length and the dynamic

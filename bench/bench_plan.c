@@ -1,6 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 /*
- * bench_plan — the core planner's numbers (issue 2):
+ * bench_plan — the core planner's numbers:
  *   quality: naive vs color vs bestfit vs lower bound on the generated graphs;
  *   speed:   kahn + lifetimes + bestfit + events + verify on randwire graphs of
  *            10^4 .. 10^7 tensors (graph already in memory), with the planner's

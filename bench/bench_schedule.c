@@ -1,6 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 /*
- * bench_schedule — every scheduler side by side (issue 4).
+ * bench_schedule — every scheduler side by side.
  *   quality: peak (the order's lower bound, MiB) of given, kahn, dfs, list,
  *            lpmf, seed and best on the generated graphs (resnet50, unet,
  *            transformer, randwire, each also --training), the training

@@ -239,7 +239,7 @@ typedef enum bp_sched_kind {
 
 typedef enum bp_assign_kind {
     BP_ASSIGN_NAIVE = 0, /* every storage its own bytes, never reused */
-    BP_ASSIGN_COLOR,     /* the seed: interval-graph coloring, one buffer per color */
+    BP_ASSIGN_COLOR,     /* interval-graph coloring, one buffer per color */
     BP_ASSIGN_BESTFIT,   /* offsets in one arena, best-fitting gap */
     BP_ASSIGN_SEARCH,    /* exact/anytime search for the smallest arena */
     BP_ASSIGN_COUNT
@@ -359,7 +359,7 @@ BP_API bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err);
 
 /* ------------------------------------------------------------- lifetimes */
 
-/* Live intervals for an order (op ids, a permutation), per DESIGN.md:
+/* Live intervals for an order (op ids, a permutation), as docs/ARCHITECTURE.md defines them:
  * first = producer's step, last = the largest consumer step (the final step
  * for graph outputs, first for unread tensors).  Tensors with no producer
  * (inputs, weights) start at step 0 when read, and are -1/-1 if never read.

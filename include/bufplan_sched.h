@@ -47,14 +47,14 @@ BP_API double bp_op_cost(const bp_graph *g, int32_t op);
 BP_API bp_status bp_schedule_makespan(const bp_graph *g, const int32_t *order, int workers,
                                       double *makespan, bp_error *err);
 
-/* One point of the seed scheduler's memory/latency trade-off. */
+/* One point of the `seed` scheduler's memory/latency trade-off. */
 typedef struct bp_sweep_point {
     double alpha, beta;      /* beta = 1 - alpha */
     uint64_t peak_bytes;
     double makespan;         /* on opts->threads workers */
 } bp_sweep_point;
 
-/* Runs the seed scheduler for n_points values of alpha evenly spaced in
+/* Runs the `seed` scheduler for n_points values of alpha evenly spaced in
  * [0, 1] (beta = 1 - alpha); fills points[0..n_points-1]. */
 BP_API bp_status bp_schedule_sweep_alpha(const bp_graph *g, const bp_plan_options *opts, int n_points,
                                          bp_sweep_point *points, bp_error *err);

@@ -3,7 +3,7 @@
  * report and write the plan (JSON) or its event table (CSV).
  */
 #include "cli.h"
-#include "cli_dyn.h" /* issue 8: --config, --preset, --cache */
+#include "cli_dyn.h" /* --config, --preset, --cache */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@ static void plan_usage(FILE *f)
                "  -o FILE                write the plan there (\"-\" = stdout)\n"
                "  --no-verify            skip the verifier\n"
                "  -q, --quiet            no report\n"
-               /* issue 8 */
+               /* --config, --preset, --cache */
                "  --config FILE --preset NAME  planner settings from a config file / preset\n"
                "                         (flags win; bufplan config --help)\n"
                "  --cache DIR            reuse plans saved in DIR, save new ones there\n",
@@ -58,7 +58,7 @@ static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verif
             st->assign_seconds * 1e3, verified ? "; verified" : "");
 }
 
-/* --sweep alpha: the seed scheduler's peak and makespan for alpha in [0, 1]. */
+/* --sweep alpha: the `seed` scheduler's peak and makespan for alpha in [0, 1]. */
 static int run_sweep(const bp_graph *g, const bp_plan_options *po, int n)
 {
     bp_sweep_point *pts = calloc((size_t)n, sizeof *pts);
@@ -76,7 +76,7 @@ int cmd_plan(int argc, char **argv)
 {
     bp_plan_options po;
     bp_plan_options_init(&po);
-    /* issue 8: defaults < --preset < --config file < flags */
+    /* defaults < --preset < --config file < flags */
     bp_config cfg;
     int crc = cli_config_prescan(&cfg, argc, argv, "plan");
     if (crc) return crc;
@@ -130,7 +130,7 @@ int cmd_plan(int argc, char **argv)
         bp_graph_free(g);
         return rc;
     }
-    /* issue 8: the plan cache */
+    /* the plan cache */
     bp_plan_cache *cache = NULL;
     int hit = 0;
     if (cfg.cache_dir[0]) {
@@ -160,7 +160,7 @@ int cmd_plan(int argc, char **argv)
         if (s) rc = cli_fail(&err);
     }
     if (!quiet && rc == CLI_OK) print_report(out && !strcmp(out, "-") ? stderr : stdout, g, p, verified, po.threads);
-    if (!quiet && rc == CLI_OK && cfg.cache_dir[0]) /* issue 8 */
+    if (!quiet && rc == CLI_OK && cfg.cache_dir[0])
         fprintf(out && !strcmp(out, "-") ? stderr : stdout, "  plan cache   %s (%s)\n", hit ? "hit" : "miss, plan saved", cfg.cache_dir);
     bp_plan_free(p);
     bp_graph_free(g);

@@ -1,7 +1,7 @@
 /*
  * Internal declarations shared by the modules of the library.  Not installed.
  *
- * Data layout (DESIGN.md): dense integer ids, arrays of structs, names interned
+ * Data layout (docs/ARCHITECTURE.md): dense integer ids, arrays of structs, names interned
  * once in a string pool with an open-addressing hash index, consumers in CSR
  * form.  Module prefixes: bp__mem (util.c), bp__names (util.c), bp__graph
  * (graph.c), bp__storage / bp__lifetime (lifetime.c), bp__sched (schedule_*.c),
@@ -124,7 +124,7 @@ static inline const int32_t *bp__op_out(const bp_graph *g, int32_t op) { return 
 static inline bool bp__op_is_view(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_VIEW; }
 static inline bool bp__op_is_elementwise(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_ELEMENTWISE; }
 
-/* True for op types that are views of their first input (DESIGN.md list). */
+/* True for op types that are views of their first input (the list in docs/ARCHITECTURE.md). */
 bool bp__is_view_type(const char *type);
 /* True for element-wise op types whose output may overwrite an input. */
 bool bp__is_elementwise_type(const char *type);

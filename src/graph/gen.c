@@ -209,7 +209,7 @@ static gen_fm gen_input_image(gen *c, int64_t ch, int64_t h, int64_t w)
 
 /* ------------------------------------------------------------------- chain */
 
-/* The seed's chain: input "x" [B, W] and n ops l0..l{n-1}, each a MatMul of
+/* The reference chain: input "x" [B, W] and n ops l0..l{n-1}, each a MatMul of
  * the previous activation with its own weight; the widths are drawn from the
  * seed in [W/2, 2W] so that sizes differ and reuse is not trivial.  The last
  * activation is the graph output.  Two tensors per op, so 10M ops is 20M
@@ -235,7 +235,7 @@ static void gen_chain(gen *c, int64_t n, int64_t width)
 
 /* ----------------------------------------------------------------- diamond */
 
-/* The seed's example A->B,C / D->E,F: op A makes t_a, read by B and C; D
+/* The reference example A->B,C / D->E,F: op A makes t_a, read by B and C; D
  * concatenates t_b and t_c into t_d, which E and F both read; t_e and t_f
  * are the graph outputs.  A, B, C, E, F are convolutions with their own
  * weights (different channel counts, so the sizes differ), D is a Concat.
@@ -253,7 +253,7 @@ static void gen_diamond(gen *c)
     gen_mark(c, e.id, BP_TENSOR_OUTPUT);
     gen_mark(c, f.id, BP_TENSOR_OUTPUT);
 }
-/* The tensors are named after their ops (A..F); the seed's t_a..t_f. */
+/* The tensors are named after their ops (A..F), not t_a..t_f. */
 
 /* ---------------------------------------------------------------- resnet50 */
 

@@ -54,7 +54,7 @@ bp_status bp_config_preset(bp_config *c, const char *name, bp_error *err)
 {
     if (!name) return bp__err(err, BP_ERR_USAGE, "preset: no name");
     if (!strcmp(name, "inference")) {
-        /* Peak memory first: the seed scheduler weighted towards freeing
+        /* Peak memory first: the `seed` scheduler weighted towards freeing
          * bytes early, re-plan every new shape during a long warm-up. */
         c->plan.sched = BP_SCHED_SEED;
         c->plan.alpha = 0.9;

@@ -46,7 +46,7 @@ static bp_status order_steps(const bp_graph *g, const int32_t *order, int32_t *s
     return BP_OK;
 }
 
-/* Own intervals of every tensor (DESIGN.md's definition). */
+/* Own intervals of every tensor (the definition in docs/ARCHITECTURE.md). */
 static void tensor_intervals(const bp_graph *g, const int32_t *step, int32_t *first, int32_t *last)
 {
     int32_t final_step = (int32_t)g->n_o - 1;

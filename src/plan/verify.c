@@ -150,6 +150,10 @@ typedef struct vdata {
     uint8_t *sout;      /* storage holds a graph output */
     int32_t *byfirst;   /* storage reps sorted by first */
     int32_t *bylast;
+    int64_t *dlive;     /* n_o + 1: difference array of live bytes (true intervals) */
+    int32_t *tmp;       /* n_t: sort scratch */
+    treap tr;           /* the offset-ordered sweep tree */
+    size_t nt, no, nt1;
 } vdata;
 
 static void sort_by_key(const bp_allocator *al, int32_t *ids, size_t n, const int32_t *key, int32_t *tmp)
@@ -183,6 +187,302 @@ static void sort_by_key(const bp_allocator *al, int32_t *ids, size_t n, const in
     }
 }
 
+/* 1. The schedule is a permutation of the ops, and topological. */
+static void vf_schedule(vctx *v, vdata *d)
+{
+    const bp_graph *g = v->g;
+    const bp_plan *p = v->p;
+    size_t no = d->no;
+    for (size_t i = 0; i < no; i++) d->step[i] = -1;
+    for (size_t s = 0; s < no; s++) {
+        int32_t op = p->order[s];
+        if (op < 0 || (size_t)op >= no) { reason(v, "schedule[%zu] is not an op", s); return; }
+        if (d->step[op] >= 0) { reason(v, "op \"%s\" is scheduled twice (steps %d and %zu)", ON(op), d->step[op], s); return; }
+        d->step[op] = (int32_t)s;
+    }
+    for (size_t op = 0; op < no; op++) {
+        for (int i = 0; i < g->o[op].n_in; i++) {
+            int32_t t = bp__op_in(g, (int32_t)op)[i], pr = g->t[t].producer;
+            if (pr >= 0 && d->step[pr] >= d->step[op])
+                reason(v, "schedule is not topological: op \"%s\" (step %d) reads \"%s\" made by op \"%s\" at step %d",
+                       ON((int32_t)op), d->step[op], TN(t), ON(pr), d->step[pr]);
+        }
+    }
+}
+
+/* 2. Each tensor's plan interval covers its true lifetime; sizes, alignment
+ * and kinds agree with the graph. */
+static void vf_tensors(vctx *v, vdata *d)
+{
+    const bp_graph *g = v->g;
+    const bp_plan *p = v->p;
+    size_t nt = d->nt, no = d->no;
+    for (size_t t = 0; t < nt; t++) {
+        const bp__tensor *x = &g->t[t];
+        int32_t f = x->producer >= 0 ? d->step[x->producer] : -1, l = f;
+        d->first[t] = f;
+        d->last[t] = l;
+    }
+    for (size_t op = 0; op < no; op++)
+        for (int i = 0; i < g->o[op].n_in; i++) {
+            int32_t t = bp__op_in(g, (int32_t)op)[i];
+            if (d->first[t] < 0) d->first[t] = 0;
+            if (d->step[op] > d->last[t]) d->last[t] = d->step[op];
+        }
+    for (size_t t = 0; t < nt; t++)
+        if (g->t[t].flags & BP_TENSOR_OUTPUT) { if (d->first[t] < 0) d->first[t] = 0; d->last[t] = (int32_t)no - 1; }
+
+    for (size_t t = 0; t < nt; t++) {
+        const bp_tensor_plan *tp = &p->tp[t];
+        const bp__tensor *x = &g->t[t];
+        bool in_arena = tp->offset != BP_NO_OFFSET;
+        if (d->first[t] >= 0 && (tp->first > d->first[t] || tp->last < d->last[t]))
+            reason(v, "tensor \"%s\": the plan's interval [%d, %d] does not cover its lifetime [%d, %d]",
+                   TN((int32_t)t), tp->first, tp->last, d->first[t], d->last[t]);
+        if (in_arena && tp->bytes != x->bytes)
+            reason(v, "tensor \"%s\": the plan says %llu bytes, the graph %llu", TN((int32_t)t),
+                   (unsigned long long)tp->bytes, (unsigned long long)x->bytes);
+        if (in_arena && p->alignment > 1 && tp->offset % p->alignment)
+            reason(v, "tensor \"%s\": offset %llu is not aligned to %llu", TN((int32_t)t),
+                   (unsigned long long)tp->offset, (unsigned long long)p->alignment);
+        if (in_arena && x->dynamic && tp->alias_of < 0) /* a view of a planned storage may be symbolic */
+            reason(v, "tensor \"%s\" has a symbolic size but the plan puts it in the arena", TN((int32_t)t));
+        if (!in_arena && x->producer >= 0 && d->first[t] >= 0 && !x->dynamic &&
+            tp->kind != BP_KIND_WEIGHT && tp->kind != BP_KIND_DYNAMIC && tp->kind != BP_KIND_INPUT)
+            reason(v, "tensor \"%s\" (%s) is made by op \"%s\" but has no place in the arena", TN((int32_t)t),
+                   bp_tensor_kind_name(tp->kind), ON(x->producer));
+        if (tp->kind == BP_KIND_WEIGHT && x->producer >= 0 && !(x->flags & BP_TENSOR_CONST) && tp->alias_of < 0)
+            reason(v, "tensor \"%s\" is marked weight but is an activation made by op \"%s\"", TN((int32_t)t), ON(x->producer));
+        if (in_arena && (x->flags & BP_TENSOR_OUTPUT) && tp->kind != BP_KIND_OUTPUT)
+            reason(v, "tensor \"%s\" is a graph output but the plan marks it %s", TN((int32_t)t), bp_tensor_kind_name(tp->kind));
+        if (tp->alias_of >= 0 && (size_t)tp->alias_of >= nt)
+            reason(v, "tensor \"%s\": alias_of is out of range", TN((int32_t)t));
+    }
+}
+
+/* 3a. Storages: view groups from the graph; members share the root's
+ * offset. */
+static void vf_views(vctx *v, vdata *d)
+{
+    const bp_graph *g = v->g;
+    const bp_plan *p = v->p;
+    size_t nt = d->nt;
+    for (size_t t = 0; t < nt; t++) {
+        int32_t src = -1;
+        const bp__tensor *x = &g->t[t];
+        if (x->view_of >= 0) src = x->view_of;
+        else if (x->producer >= 0 && g->o[x->producer].n_in > 0 && bp__op_out(g, x->producer)[0] == (int32_t)t &&
+                 bp__op_is_view(g, x->producer))
+            src = bp__op_in(g, x->producer)[0];
+        d->vroot[t] = src >= 0 ? src : (int32_t)t;
+    }
+    for (size_t t = 0; t < nt; t++) { int32_t r = uf_find(d->vroot, (int32_t)t); d->vroot[t] = r; }
+    /* A view group is planned iff its root's plan entry has an offset; all
+     * members that share it must have the same offset.  A plan may also
+     * leave a view in its own storage (--no-alias): then it is its own root. */
+    for (size_t t = 0; t < nt; t++) {
+        const bp_tensor_plan *tp = &p->tp[t];
+        int32_t r = d->vroot[t];
+        if (tp->alias_of < 0 && r != (int32_t)t) d->vroot[t] = (int32_t)t; /* not aliased in this plan */
+    }
+    for (size_t t = 0; t < nt; t++) {
+        d->par[t] = (int32_t)t;
+        d->sfirst[t] = INT32_MAX;
+        d->slast[t] = -1;
+        d->ssize[t] = 0;
+        d->soff[t] = BP_NO_OFFSET;
+    }
+    for (size_t t = 0; t < nt; t++) {
+        int32_t r = d->vroot[t];
+        if (d->first[t] < 0) continue;
+        if (d->first[t] < d->sfirst[r]) d->sfirst[r] = d->first[t];
+        if (d->last[t] > d->slast[r]) d->slast[r] = d->last[t];
+        if (g->t[t].flags & BP_TENSOR_OUTPUT) d->sout[r] = 1;
+    }
+    for (size_t t = 0; t < nt; t++) {
+        if (d->vroot[t] != (int32_t)t) continue;
+        d->ssize[t] = g->t[t].bytes;
+        d->soff[t] = p->tp[t].offset;
+    }
+    /* Members of a view group share the root's offset. */
+    for (size_t t = 0; t < nt; t++) {
+        int32_t r = d->vroot[t];
+        if (r == (int32_t)t) continue;
+        if (p->tp[t].offset != p->tp[r].offset)
+            reason(v, "tensor \"%s\" is a view of \"%s\" but sits at offset %lld, not %lld", TN((int32_t)t), TN(r),
+                   p->tp[t].offset == BP_NO_OFFSET ? -1LL : (long long)p->tp[t].offset,
+                   p->tp[r].offset == BP_NO_OFFSET ? -1LL : (long long)p->tp[r].offset);
+    }
+}
+
+/* 3b. In-place claims, in step order of the claimant's producer: the op
+ * reads the storage, it dies there, it is no graph output, same offset. */
+static void vf_inplace(vctx *v, vdata *d)
+{
+    const bp_allocator *a = &v->g->alloc;
+    const bp_graph *g = v->g;
+    const bp_plan *p = v->p;
+    size_t nt = d->nt;
+    /* In-place claims: a view-group root whose alias_of names another
+     * storage.  Process in step order of the claimant's producer. */
+    {
+        size_t nc = 0;
+        for (size_t t = 0; t < nt; t++)
+            if (d->vroot[t] == (int32_t)t && p->tp[t].alias_of >= 0) d->byfirst[nc++] = (int32_t)t;
+        sort_by_key(a, d->byfirst, nc, d->first, d->tmp);
+        for (size_t i = 0; i < nc; i++) {
+            int32_t t = d->byfirst[i], claim = p->tp[t].alias_of;
+            int32_t pr = g->t[t].producer;
+            if (pr < 0) { reason(v, "tensor \"%s\" claims the bytes of \"%s\" but no op makes it", TN(t), TN(claim)); continue; }
+            int32_t S = uf_find(d->par, d->vroot[claim]), s = d->step[pr];
+            bool reads = false;
+            for (int k = 0; k < g->o[pr].n_in; k++)
+                if (uf_find(d->par, d->vroot[bp__op_in(g, pr)[k]]) == S) reads = true;
+            if (!reads)
+                reason(v, "tensor \"%s\" reuses the bytes of \"%s\", but its op \"%s\" does not read that storage", TN(t), TN(claim), ON(pr));
+            else if (d->slast[S] != s)
+                reason(v, "tensor \"%s\" is written in place over \"%s\" at step %d, but that storage is still read at step %d", TN(t), TN(claim), s, d->slast[S]);
+            else if (d->sout[S])
+                reason(v, "tensor \"%s\" is written in place over \"%s\", a graph output", TN(t), TN(claim));
+            else if (p->tp[t].offset != d->soff[S])
+                reason(v, "tensor \"%s\" is written in place over \"%s\" but sits at another offset", TN(t), TN(claim));
+            else {
+                d->par[t] = S;
+                if (d->sfirst[t] < d->sfirst[S]) d->sfirst[S] = d->sfirst[t];
+                if (d->slast[t] > d->slast[S]) d->slast[S] = d->slast[t];
+                if (d->ssize[t] > d->ssize[S]) d->ssize[S] = d->ssize[t];
+                d->sout[S] |= d->sout[t];
+            }
+        }
+    }
+}
+
+/* 4. Every storage inside the arena, no two live ones sharing bytes (a sweep
+ * over the declared intervals with a treap ordered by offset), the lower
+ * bound and the arena against the true live bytes. */
+static bp_status vf_arena(vctx *v, vdata *d)
+{
+    const bp_allocator *a = &v->g->alloc;
+    bp_status st = BP_OK;
+    bp_error *err = v->err;
+    size_t nt1 = d->nt1;
+    const bp_graph *g = v->g;
+    const bp_plan *p = v->p;
+    size_t nt = d->nt, no = d->no;
+    /* 4. arena bounds and the sweep.  Storages: reps with an offset.  The
+     * overlap sweep runs over the intervals the plan declares (they cover
+     * the true ones, checked above), so a plan whose own records show two
+     * live tensors sharing bytes is rejected even where the true lifetimes
+     * would let it pass; the lower bound is over the true ones. */
+    {
+        uint64_t arena = p->stats.arena_bytes, align = p->alignment ? p->alignment : 1;
+        size_t ns = 0;
+        for (size_t t = 0; t < nt; t++) { d->dfirst[t] = INT32_MAX; d->dlast[t] = -1; }
+        for (size_t t = 0; t < nt; t++) {
+            if (d->first[t] < 0) continue;
+            int32_t r = uf_find(d->par, d->vroot[t]);
+            const bp_tensor_plan *tp = &p->tp[t];
+            int32_t f = tp->first < 0 ? 0 : tp->first, l = tp->last >= (int32_t)no ? (int32_t)no - 1 : tp->last;
+            if (f < d->dfirst[r]) d->dfirst[r] = f;
+            if (l > d->dlast[r]) d->dlast[r] = l;
+        }
+        for (size_t t = 0; t < nt; t++) {
+            if (d->vroot[t] != (int32_t)t || uf_find(d->par, (int32_t)t) != (int32_t)t) continue;
+            if (d->soff[t] == BP_NO_OFFSET || d->sfirst[t] == INT32_MAX) continue;
+            uint64_t end;
+            if (!bp__add_u64(d->soff[t], d->ssize[t], &end) || end > arena)
+                reason(v, "tensor \"%s\" [%llu, +%llu) lies outside the arena of %llu bytes", TN((int32_t)t),
+                       (unsigned long long)d->soff[t], (unsigned long long)d->ssize[t], (unsigned long long)arena);
+            d->byfirst[ns] = (int32_t)t;
+            d->bylast[ns] = (int32_t)t;
+            ns++;
+            d->dlive[d->sfirst[t]] += (int64_t)bp__align_up(d->ssize[t], align);
+            d->dlive[d->slast[t] + 1] -= (int64_t)bp__align_up(d->ssize[t], align);
+        }
+        if (v->n_reasons) return BP_OK;
+        sort_by_key(a, d->byfirst, ns, d->dfirst, d->tmp);
+        /* nodes k = rank by first; bylast holds node numbers by last */
+        for (size_t k = 0; k < ns; k++) {
+            int32_t x = d->byfirst[k];
+            d->tr.n[k] = (tnode){d->soff[x], d->ssize[x], -1, -1, (uint32_t)bp__hash_bytes(&x, sizeof x, 7), x};
+            d->bylast[k] = (int32_t)k;
+            d->sfirst[k] = d->dlast[x];   /* sfirst is spent (the LB is counted): reuse it for the node's last step */
+        }
+        sort_by_key(a, d->bylast, ns, d->sfirst, d->tmp);
+        size_t ia = 0, ie = 0;
+        uint8_t *in_tree = bp__calloc(a, nt1, 1);
+        if (!in_tree) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory verifying", g->name); return st; }
+        for (int32_t s = 0; s < (int32_t)no; s++) {
+            while (ie < ns && d->sfirst[d->bylast[ie]] < s) {
+                int32_t k = d->bylast[ie++];
+                if (in_tree[k]) { tp_erase(&d->tr, k); in_tree[k] = 0; }
+            }
+            while (ia < ns && d->dfirst[d->tr.n[ia].id] == s) {
+                int32_t k = (int32_t)ia++;
+                const tnode *x = &d->tr.n[k];
+                if (x->size == 0) continue;
+                int32_t pred, succ;
+                tp_insert(&d->tr, k);
+                tp_neighbours(&d->tr, k, &pred, &succ);
+                int32_t bad = -1;
+                if (pred >= 0 && d->tr.n[pred].off + d->tr.n[pred].size > x->off) bad = pred;
+                else if (succ >= 0 && d->tr.n[succ].off < x->off + x->size) bad = succ;
+                if (bad >= 0) {
+                    const tnode *y = &d->tr.n[bad];
+                    reason(v, "tensors \"%s\" [%llu, +%llu) live [%d, %d] and \"%s\" [%llu, +%llu) live [%d, %d] overlap in bytes at step %d",
+                           TN(x->id), (unsigned long long)x->off, (unsigned long long)x->size, d->dfirst[x->id], d->dlast[x->id],
+                           TN(y->id), (unsigned long long)y->off, (unsigned long long)y->size, d->dfirst[y->id], d->dlast[y->id], s);
+                    tp_erase(&d->tr, k);
+                } else {
+                    in_tree[k] = 1;
+                }
+            }
+        }
+        bp__free(a, in_tree, nt1);
+        /* live bytes for the lower bound, over the true intervals */
+        int64_t live = 0, best = 0;
+        for (size_t s = 0; s < no; s++) {
+            live += d->dlive[s];
+            if (live > best) best = live;
+        }
+        if (!v->n_reasons && p->stats.lower_bound_bytes && (uint64_t)best != p->stats.lower_bound_bytes)
+            reason(v, "the plan's lower bound %llu differs from the live bytes the verifier measures, %lld",
+                   (unsigned long long)p->stats.lower_bound_bytes, (long long)best);
+        if (!v->n_reasons && p->stats.arena_bytes < (uint64_t)best)
+            reason(v, "the arena of %llu bytes is below the live bytes %lld", (unsigned long long)p->stats.arena_bytes, (long long)best);
+    }
+    return st;
+}
+
+/* 5. Events: no ALLOC after the first use, no FREE before the last use. */
+static void vf_events(vctx *v, vdata *d)
+{
+    const bp_plan *p = v->p;
+    size_t nt = d->nt, no = d->no;
+    if (!v->n_reasons && p->n_ev) {
+        int32_t s = -1;
+        for (size_t i = 0; i < p->n_ev; i++) {
+            const bp_event *e = &p->ev[i];
+            if (e->type == BP_EV_EXEC) {
+                s++;
+                if (s >= (int32_t)no || p->order[s] != e->op) {
+                    reason(v, "event %zu: EXEC of op \"%s\" is out of schedule order", i + 1,
+                           e->op >= 0 && (size_t)e->op < no ? ON(e->op) : "?");
+                    break;
+                }
+                continue;
+            }
+            if (e->tensor < 0 || (size_t)e->tensor >= nt) { reason(v, "event %zu names no tensor", i + 1); break; }
+            int32_t t = e->tensor, r = d->vroot[t];
+            int32_t S = uf_find(d->par, r);
+            if (e->type == BP_EV_ALLOC && d->first[t] >= 0 && s + 1 > d->first[t])
+                reason(v, "event %zu: ALLOC of \"%s\" comes after its first use at step %d", i + 1, TN(t), d->first[t]);
+            if (e->type == BP_EV_FREE && S >= 0 && d->slast[S] > s)
+                reason(v, "event %zu: FREE of \"%s\" at step %d, but its storage is used until step %d", i + 1, TN(t), s, d->slast[S]);
+        }
+    }
+}
+
 bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
 {
     vctx vc = {g, p, err, 0, 0}, *v = &vc;
@@ -204,274 +504,29 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
     d.slast = bp__alloc(a, nt1 * sizeof *d.slast);
     d.dfirst = bp__alloc(a, nt1 * sizeof *d.dfirst);
     d.dlast = bp__alloc(a, nt1 * sizeof *d.dlast);
-    int64_t *dlive = bp__calloc(a, no + 1, sizeof *dlive);
+    d.dlive = bp__calloc(a, no + 1, sizeof *d.dlive);
     d.ssize = bp__alloc(a, nt1 * sizeof *d.ssize);
     d.soff = bp__alloc(a, nt1 * sizeof *d.soff);
     d.sout = bp__calloc(a, nt1, 1);
     d.byfirst = bp__alloc(a, nt1 * sizeof *d.byfirst);
     d.bylast = bp__alloc(a, nt1 * sizeof *d.bylast);
-    int32_t *tmp = bp__alloc(a, nt1 * sizeof *tmp);
-    treap tr = {bp__alloc(a, nt1 * sizeof(tnode)), -1};
+    d.tmp = bp__alloc(a, nt1 * sizeof *d.tmp);
+    d.tr = (treap){bp__alloc(a, nt1 * sizeof(tnode)), -1};
+    d.nt = nt; d.no = no; d.nt1 = nt1;
     bp_status st = BP_OK;
-    if (!d.step || !d.first || !d.last || !d.vroot || !d.par || !d.sfirst || !d.slast || !d.dfirst || !d.dlast || !dlive || !d.ssize || !d.soff ||
-        !d.sout || !d.byfirst || !d.bylast || !tmp || !tr.n) {
+    if (!d.step || !d.first || !d.last || !d.vroot || !d.par || !d.sfirst || !d.slast || !d.dfirst || !d.dlast || !d.dlive || !d.ssize || !d.soff ||
+        !d.sout || !d.byfirst || !d.bylast || !d.tmp || !d.tr.n) {
         st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory verifying", g->name);
         goto out;
     }
 
-    /* 1. schedule */
-    for (size_t i = 0; i < no; i++) d.step[i] = -1;
-    for (size_t s = 0; s < no; s++) {
-        int32_t op = p->order[s];
-        if (op < 0 || (size_t)op >= no) { reason(v, "schedule[%zu] is not an op", s); goto report; }
-        if (d.step[op] >= 0) { reason(v, "op \"%s\" is scheduled twice (steps %d and %zu)", ON(op), d.step[op], s); goto report; }
-        d.step[op] = (int32_t)s;
-    }
-    for (size_t op = 0; op < no; op++) {
-        for (int i = 0; i < g->o[op].n_in; i++) {
-            int32_t t = bp__op_in(g, (int32_t)op)[i], pr = g->t[t].producer;
-            if (pr >= 0 && d.step[pr] >= d.step[op])
-                reason(v, "schedule is not topological: op \"%s\" (step %d) reads \"%s\" made by op \"%s\" at step %d",
-                       ON((int32_t)op), d.step[op], TN(t), ON(pr), d.step[pr]);
-        }
-    }
-    if (v->n_reasons) goto report;
+    vf_schedule(v, &d);
+    if (!v->n_reasons) vf_tensors(v, &d);
+    if (!v->n_reasons) vf_views(v, &d);
+    if (!v->n_reasons) vf_inplace(v, &d);
+    if (!v->n_reasons && (st = vf_arena(v, &d)) != BP_OK) goto out;
+    if (!v->n_reasons) vf_events(v, &d);
 
-    /* 2. true lifetimes, sizes, kinds */
-    for (size_t t = 0; t < nt; t++) {
-        const bp__tensor *x = &g->t[t];
-        int32_t f = x->producer >= 0 ? d.step[x->producer] : -1, l = f;
-        d.first[t] = f;
-        d.last[t] = l;
-    }
-    for (size_t op = 0; op < no; op++)
-        for (int i = 0; i < g->o[op].n_in; i++) {
-            int32_t t = bp__op_in(g, (int32_t)op)[i];
-            if (d.first[t] < 0) d.first[t] = 0;
-            if (d.step[op] > d.last[t]) d.last[t] = d.step[op];
-        }
-    for (size_t t = 0; t < nt; t++)
-        if (g->t[t].flags & BP_TENSOR_OUTPUT) { if (d.first[t] < 0) d.first[t] = 0; d.last[t] = (int32_t)no - 1; }
-
-    for (size_t t = 0; t < nt; t++) {
-        const bp_tensor_plan *tp = &p->tp[t];
-        const bp__tensor *x = &g->t[t];
-        bool in_arena = tp->offset != BP_NO_OFFSET;
-        if (d.first[t] >= 0 && (tp->first > d.first[t] || tp->last < d.last[t]))
-            reason(v, "tensor \"%s\": the plan's interval [%d, %d] does not cover its lifetime [%d, %d]",
-                   TN((int32_t)t), tp->first, tp->last, d.first[t], d.last[t]);
-        if (in_arena && tp->bytes != x->bytes)
-            reason(v, "tensor \"%s\": the plan says %llu bytes, the graph %llu", TN((int32_t)t),
-                   (unsigned long long)tp->bytes, (unsigned long long)x->bytes);
-        if (in_arena && p->alignment > 1 && tp->offset % p->alignment)
-            reason(v, "tensor \"%s\": offset %llu is not aligned to %llu", TN((int32_t)t),
-                   (unsigned long long)tp->offset, (unsigned long long)p->alignment);
-        if (in_arena && x->dynamic && tp->alias_of < 0) /* a view of a planned storage may be symbolic */
-            reason(v, "tensor \"%s\" has a symbolic size but the plan puts it in the arena", TN((int32_t)t));
-        if (!in_arena && x->producer >= 0 && d.first[t] >= 0 && !x->dynamic &&
-            tp->kind != BP_KIND_WEIGHT && tp->kind != BP_KIND_DYNAMIC && tp->kind != BP_KIND_INPUT)
-            reason(v, "tensor \"%s\" (%s) is made by op \"%s\" but has no place in the arena", TN((int32_t)t),
-                   bp_tensor_kind_name(tp->kind), ON(x->producer));
-        if (tp->kind == BP_KIND_WEIGHT && x->producer >= 0 && !(x->flags & BP_TENSOR_CONST) && tp->alias_of < 0)
-            reason(v, "tensor \"%s\" is marked weight but is an activation made by op \"%s\"", TN((int32_t)t), ON(x->producer));
-        if (in_arena && (x->flags & BP_TENSOR_OUTPUT) && tp->kind != BP_KIND_OUTPUT)
-            reason(v, "tensor \"%s\" is a graph output but the plan marks it %s", TN((int32_t)t), bp_tensor_kind_name(tp->kind));
-        if (tp->alias_of >= 0 && (size_t)tp->alias_of >= nt)
-            reason(v, "tensor \"%s\": alias_of is out of range", TN((int32_t)t));
-    }
-    if (v->n_reasons) goto report;
-
-    /* 3. storages: view groups from the graph, then in-place claims */
-    for (size_t t = 0; t < nt; t++) {
-        int32_t src = -1;
-        const bp__tensor *x = &g->t[t];
-        if (x->view_of >= 0) src = x->view_of;
-        else if (x->producer >= 0 && g->o[x->producer].n_in > 0 && bp__op_out(g, x->producer)[0] == (int32_t)t &&
-                 bp__op_is_view(g, x->producer))
-            src = bp__op_in(g, x->producer)[0];
-        d.vroot[t] = src >= 0 ? src : (int32_t)t;
-    }
-    for (size_t t = 0; t < nt; t++) { int32_t r = uf_find(d.vroot, (int32_t)t); d.vroot[t] = r; }
-    /* A view group is planned iff its root's plan entry has an offset; all
-     * members that share it must have the same offset.  A plan may also
-     * leave a view in its own storage (--no-alias): then it is its own root. */
-    for (size_t t = 0; t < nt; t++) {
-        const bp_tensor_plan *tp = &p->tp[t];
-        int32_t r = d.vroot[t];
-        if (tp->alias_of < 0 && r != (int32_t)t) d.vroot[t] = (int32_t)t; /* not aliased in this plan */
-    }
-    for (size_t t = 0; t < nt; t++) {
-        d.par[t] = (int32_t)t;
-        d.sfirst[t] = INT32_MAX;
-        d.slast[t] = -1;
-        d.ssize[t] = 0;
-        d.soff[t] = BP_NO_OFFSET;
-    }
-    for (size_t t = 0; t < nt; t++) {
-        int32_t r = d.vroot[t];
-        if (d.first[t] < 0) continue;
-        if (d.first[t] < d.sfirst[r]) d.sfirst[r] = d.first[t];
-        if (d.last[t] > d.slast[r]) d.slast[r] = d.last[t];
-        if (g->t[t].flags & BP_TENSOR_OUTPUT) d.sout[r] = 1;
-    }
-    for (size_t t = 0; t < nt; t++) {
-        if (d.vroot[t] != (int32_t)t) continue;
-        d.ssize[t] = g->t[t].bytes;
-        d.soff[t] = p->tp[t].offset;
-    }
-    /* Members of a view group share the root's offset. */
-    for (size_t t = 0; t < nt; t++) {
-        int32_t r = d.vroot[t];
-        if (r == (int32_t)t) continue;
-        if (p->tp[t].offset != p->tp[r].offset)
-            reason(v, "tensor \"%s\" is a view of \"%s\" but sits at offset %lld, not %lld", TN((int32_t)t), TN(r),
-                   p->tp[t].offset == BP_NO_OFFSET ? -1LL : (long long)p->tp[t].offset,
-                   p->tp[r].offset == BP_NO_OFFSET ? -1LL : (long long)p->tp[r].offset);
-    }
-    if (v->n_reasons) goto report;
-
-    /* In-place claims: a view-group root whose alias_of names another
-     * storage.  Process in step order of the claimant's producer. */
-    {
-        size_t nc = 0;
-        for (size_t t = 0; t < nt; t++)
-            if (d.vroot[t] == (int32_t)t && p->tp[t].alias_of >= 0) d.byfirst[nc++] = (int32_t)t;
-        sort_by_key(a, d.byfirst, nc, d.first, tmp);
-        for (size_t i = 0; i < nc; i++) {
-            int32_t t = d.byfirst[i], claim = p->tp[t].alias_of;
-            int32_t pr = g->t[t].producer;
-            if (pr < 0) { reason(v, "tensor \"%s\" claims the bytes of \"%s\" but no op makes it", TN(t), TN(claim)); continue; }
-            int32_t S = uf_find(d.par, d.vroot[claim]), s = d.step[pr];
-            bool reads = false;
-            for (int k = 0; k < g->o[pr].n_in; k++)
-                if (uf_find(d.par, d.vroot[bp__op_in(g, pr)[k]]) == S) reads = true;
-            if (!reads)
-                reason(v, "tensor \"%s\" reuses the bytes of \"%s\", but its op \"%s\" does not read that storage", TN(t), TN(claim), ON(pr));
-            else if (d.slast[S] != s)
-                reason(v, "tensor \"%s\" is written in place over \"%s\" at step %d, but that storage is still read at step %d", TN(t), TN(claim), s, d.slast[S]);
-            else if (d.sout[S])
-                reason(v, "tensor \"%s\" is written in place over \"%s\", a graph output", TN(t), TN(claim));
-            else if (p->tp[t].offset != d.soff[S])
-                reason(v, "tensor \"%s\" is written in place over \"%s\" but sits at another offset", TN(t), TN(claim));
-            else {
-                d.par[t] = S;
-                if (d.sfirst[t] < d.sfirst[S]) d.sfirst[S] = d.sfirst[t];
-                if (d.slast[t] > d.slast[S]) d.slast[S] = d.slast[t];
-                if (d.ssize[t] > d.ssize[S]) d.ssize[S] = d.ssize[t];
-                d.sout[S] |= d.sout[t];
-            }
-        }
-    }
-    if (v->n_reasons) goto report;
-
-    /* 4. arena bounds and the sweep.  Storages: reps with an offset.  The
-     * overlap sweep runs over the intervals the plan declares (they cover
-     * the true ones, checked above), so a plan whose own records show two
-     * live tensors sharing bytes is rejected even where the true lifetimes
-     * would let it pass; the lower bound is over the true ones. */
-    {
-        uint64_t arena = p->stats.arena_bytes, align = p->alignment ? p->alignment : 1;
-        size_t ns = 0;
-        for (size_t t = 0; t < nt; t++) { d.dfirst[t] = INT32_MAX; d.dlast[t] = -1; }
-        for (size_t t = 0; t < nt; t++) {
-            if (d.first[t] < 0) continue;
-            int32_t r = uf_find(d.par, d.vroot[t]);
-            const bp_tensor_plan *tp = &p->tp[t];
-            int32_t f = tp->first < 0 ? 0 : tp->first, l = tp->last >= (int32_t)no ? (int32_t)no - 1 : tp->last;
-            if (f < d.dfirst[r]) d.dfirst[r] = f;
-            if (l > d.dlast[r]) d.dlast[r] = l;
-        }
-        for (size_t t = 0; t < nt; t++) {
-            if (d.vroot[t] != (int32_t)t || uf_find(d.par, (int32_t)t) != (int32_t)t) continue;
-            if (d.soff[t] == BP_NO_OFFSET || d.sfirst[t] == INT32_MAX) continue;
-            uint64_t end;
-            if (!bp__add_u64(d.soff[t], d.ssize[t], &end) || end > arena)
-                reason(v, "tensor \"%s\" [%llu, +%llu) lies outside the arena of %llu bytes", TN((int32_t)t),
-                       (unsigned long long)d.soff[t], (unsigned long long)d.ssize[t], (unsigned long long)arena);
-            d.byfirst[ns] = (int32_t)t;
-            d.bylast[ns] = (int32_t)t;
-            ns++;
-            dlive[d.sfirst[t]] += (int64_t)bp__align_up(d.ssize[t], align);
-            dlive[d.slast[t] + 1] -= (int64_t)bp__align_up(d.ssize[t], align);
-        }
-        if (v->n_reasons) goto report;
-        sort_by_key(a, d.byfirst, ns, d.dfirst, tmp);
-        /* nodes k = rank by first; bylast holds node numbers by last */
-        for (size_t k = 0; k < ns; k++) {
-            int32_t x = d.byfirst[k];
-            tr.n[k] = (tnode){d.soff[x], d.ssize[x], -1, -1, (uint32_t)bp__hash_bytes(&x, sizeof x, 7), x};
-            d.bylast[k] = (int32_t)k;
-            d.sfirst[k] = d.dlast[x];   /* sfirst is spent (the LB is counted): reuse it for the node's last step */
-        }
-        sort_by_key(a, d.bylast, ns, d.sfirst, tmp);
-        size_t ia = 0, ie = 0;
-        uint8_t *in_tree = bp__calloc(a, nt1, 1);
-        if (!in_tree) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory verifying", g->name); goto out; }
-        for (int32_t s = 0; s < (int32_t)no; s++) {
-            while (ie < ns && d.sfirst[d.bylast[ie]] < s) {
-                int32_t k = d.bylast[ie++];
-                if (in_tree[k]) { tp_erase(&tr, k); in_tree[k] = 0; }
-            }
-            while (ia < ns && d.dfirst[tr.n[ia].id] == s) {
-                int32_t k = (int32_t)ia++;
-                const tnode *x = &tr.n[k];
-                if (x->size == 0) continue;
-                int32_t pred, succ;
-                tp_insert(&tr, k);
-                tp_neighbours(&tr, k, &pred, &succ);
-                int32_t bad = -1;
-                if (pred >= 0 && tr.n[pred].off + tr.n[pred].size > x->off) bad = pred;
-                else if (succ >= 0 && tr.n[succ].off < x->off + x->size) bad = succ;
-                if (bad >= 0) {
-                    const tnode *y = &tr.n[bad];
-                    reason(v, "tensors \"%s\" [%llu, +%llu) live [%d, %d] and \"%s\" [%llu, +%llu) live [%d, %d] overlap in bytes at step %d",
-                           TN(x->id), (unsigned long long)x->off, (unsigned long long)x->size, d.dfirst[x->id], d.dlast[x->id],
-                           TN(y->id), (unsigned long long)y->off, (unsigned long long)y->size, d.dfirst[y->id], d.dlast[y->id], s);
-                    tp_erase(&tr, k);
-                } else {
-                    in_tree[k] = 1;
-                }
-            }
-        }
-        bp__free(a, in_tree, nt1);
-        /* live bytes for the lower bound, over the true intervals */
-        int64_t live = 0, best = 0;
-        for (size_t s = 0; s < no; s++) {
-            live += dlive[s];
-            if (live > best) best = live;
-        }
-        if (!v->n_reasons && p->stats.lower_bound_bytes && (uint64_t)best != p->stats.lower_bound_bytes)
-            reason(v, "the plan's lower bound %llu differs from the live bytes the verifier measures, %lld",
-                   (unsigned long long)p->stats.lower_bound_bytes, (long long)best);
-        if (!v->n_reasons && p->stats.arena_bytes < (uint64_t)best)
-            reason(v, "the arena of %llu bytes is below the live bytes %lld", (unsigned long long)p->stats.arena_bytes, (long long)best);
-    }
-
-    /* 5. events: no ALLOC after the first use, no FREE before the last use. */
-    if (!v->n_reasons && p->n_ev) {
-        int32_t s = -1;
-        for (size_t i = 0; i < p->n_ev; i++) {
-            const bp_event *e = &p->ev[i];
-            if (e->type == BP_EV_EXEC) {
-                s++;
-                if (s >= (int32_t)no || p->order[s] != e->op) {
-                    reason(v, "event %zu: EXEC of op \"%s\" is out of schedule order", i + 1,
-                           e->op >= 0 && (size_t)e->op < no ? ON(e->op) : "?");
-                    break;
-                }
-                continue;
-            }
-            if (e->tensor < 0 || (size_t)e->tensor >= nt) { reason(v, "event %zu names no tensor", i + 1); break; }
-            int32_t t = e->tensor, r = d.vroot[t];
-            int32_t S = uf_find(d.par, r);
-            if (e->type == BP_EV_ALLOC && d.first[t] >= 0 && s + 1 > d.first[t])
-                reason(v, "event %zu: ALLOC of \"%s\" comes after its first use at step %d", i + 1, TN(t), d.first[t]);
-            if (e->type == BP_EV_FREE && S >= 0 && d.slast[S] > s)
-                reason(v, "event %zu: FREE of \"%s\" at step %d, but its storage is used until step %d", i + 1, TN(t), s, d.slast[S]);
-        }
-    }
-
-report:
     if (v->n_reasons) {
         if (v->n_reasons > VERIFY_MAX_REASONS && err) {
             size_t L = strlen(err->msg);
@@ -490,13 +545,13 @@ out:
     bp__free(a, d.slast, nt1 * sizeof *d.slast);
     bp__free(a, d.dfirst, nt1 * sizeof *d.dfirst);
     bp__free(a, d.dlast, nt1 * sizeof *d.dlast);
-    bp__free(a, dlive, (no + 1) * sizeof *dlive);
+    bp__free(a, d.dlive, (no + 1) * sizeof *d.dlive);
     bp__free(a, d.ssize, nt1 * sizeof *d.ssize);
     bp__free(a, d.soff, nt1 * sizeof *d.soff);
     bp__free(a, d.sout, nt1);
     bp__free(a, d.byfirst, nt1 * sizeof *d.byfirst);
     bp__free(a, d.bylast, nt1 * sizeof *d.bylast);
-    bp__free(a, tmp, nt1 * sizeof *tmp);
-    bp__free(a, tr.n, nt1 * sizeof(tnode));
+    bp__free(a, d.tmp, nt1 * sizeof *d.tmp);
+    bp__free(a, d.tr.n, nt1 * sizeof(tnode));
     return st;
 }

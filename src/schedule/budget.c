@@ -1,7 +1,7 @@
 /*
  * budget.c — the scheduler driver (bp_schedule_ex) and the memory budget.
  *
- * Budget (the seed's executability check): an order whose peak is over the
+ * Budget (the executability check): an order whose peak is over the
  * budget is repaired by running the step model again with the order as the
  * priority list: at each step, among ready ops whose step would fit (memory
  * live + what the op allocates <= budget), ops that free memory (allocate

@@ -19,7 +19,7 @@
  *       keys sorted by bytes allocated (an op has two keys when its in-place
  *       write allocates less): keys radix-sorted once, blocks of 64 keys with
  *       an active mask, a small segment tree over the blocks (lp_set).
- * seed: the seed design: priority alpha * freed/cost + beta * distance to the
+ * seed: the weighted greedy bufplan started from: priority alpha * freed/cost + beta * distance to the
  *       end of the critical path (cost-weighted longest path to a sink), each
  *       term divided by its maximum over the graph so both lie in [0, 1].
  * Ties go to the lower op id, or to a per-op hash of tie_seed (restarts).

@@ -6,7 +6,7 @@
  * is free and every producer has finished.  A min-heap of worker free times
  * makes it O(V log N + E).
  *
- * The alpha sweep runs the seed scheduler for evenly spaced alpha (beta =
+ * The alpha sweep runs the `seed` scheduler for evenly spaced alpha (beta =
  * 1 - alpha) and reports peak and makespan of each order: the memory/latency
  * trade-off the two weights control.
  */

@@ -1,7 +1,7 @@
 /* Interval assigners (naive, color, bestfit, search) against independent
  * oracles: every result passes bp_intervals_check (itself compared with an
  * O(n^2) pairwise check), is >= a brute-force max-live, bestfit is never
- * above naive, and color equals an O(n^2) re-implementation of the seed's
+ * above naive, and color equals an O(n^2) re-implementation of the original
  * coloring.  Plus bad input. */
 #include "bufplan.h"
 #include "check.h"
@@ -51,7 +51,7 @@ static int brute_valid(const bp_interval *iv, size_t n, const uint64_t *off)
 
 static uint64_t align_up(uint64_t x, uint64_t a) { return a <= 1 ? x : (x + a - 1) / a * a; }
 
-/* The seed's coloring, O(n^2): by end ascending (index on ties), smallest
+/* The original coloring, O(n^2): by end ascending (index on ties), smallest
  * color none of whose tenants overlaps in time. */
 static uint64_t brute_color(const bp_interval *iv, size_t n, uint64_t *off)
 {
@@ -977,7 +977,7 @@ static void test_chains_faults(void)
 
 /* On the MiniMalloc instances (BP_DATA): bestfit is deterministic, verified,
  * not above the plain greedy from naive's layout, and within 3% of the best
- * arena known (shared/data/minimalloc/README.md; issue 5's number). */
+ * arena known (shared/data/minimalloc/README.md). */
 static void test_improve_minimalloc(void)
 {
     static const uint64_t best_known[11] = { 1048576, 1048576, 1039360, 1038336, 1048576, 1048576,

@@ -1,5 +1,5 @@
 /*
- * Core planner tests: builder errors, the seed's lifetime cases, and property
+ * Core planner tests: builder errors, the reference lifetime cases, and property
  * tests over random DAGs — every plan verifies, lifetimes and the lower bound
  * equal brute-force recomputations, color/bestfit never below the bound,
  * bestfit never above naive — plus broken plans the verifier must reject.
@@ -77,7 +77,7 @@ static void test_builder_errors(void)
     bp_graph_free(g);
 }
 
-/* The seed's case: made at op 5, read by ops 9, 12 and 15 -> lives to 15, even
+/* The reference case: made at op 5, read by ops 9, 12 and 15 -> lives to 15, even
  * when the ops are listed in another order. */
 static void test_seed_lifetime(void)
 {
@@ -124,7 +124,7 @@ static void test_seed_lifetime(void)
     }
 }
 
-/* The seed's diamond: A -> B, C; B, C -> D; D -> E, F. */
+/* The reference diamond: A -> B, C; B, C -> D; D -> E, F. */
 static void test_diamond(void)
 {
     bp_error e;

@@ -1,8 +1,8 @@
 /* Pool tests: a randomized shadow model (every live block disjoint, aligned,
- * inside the pool, its bytes intact when freed), borrow/return and the seed's
+ * inside the pool, its bytes intact when freed), borrow/return and the first design's
  * fragmentation bug, merging, exhaustion, the arena, a device-like backend
  * whose memory the pool must never touch, bad arguments, stats consistency.
- * BP_POOL_SEED_BUG=1 in the environment re-enables the seed's bug for the
+ * BP_POOL_SEED_BUG=1 in the environment re-enables the first design's bug for the
  * checks that must fail with it. */
 #define _DEFAULT_SOURCE
 #include "bufplan.h"
@@ -321,7 +321,7 @@ static void test_bad_args(void)
 }
 
 /* A borrowed piece must go back to the class it came from, so that merging
- * heals the large block it was cut from.  With the seed's bug (the piece goes
+ * heals the large block it was cut from.  With the first design's bug (the piece goes
  * to the class it served) the 5 MiB block can never be whole again and the
  * pool must grow: an OS call after warm-up. */
 static int borrow_scenario(int seed_bug, int region, uint64_t *os_calls_after, uint64_t *borrows)
@@ -363,9 +363,9 @@ static void test_borrow_return(void)
         CHECK_MSG(calls == 0, "region %d: %" PRIu64 " OS calls after warm-up: a borrowed block did not return to its "
                   "class", region, calls);
         CHECK(borrows >= 1);
-        /* the check above is sensitive: with the seed's bug it must see growth */
+        /* the check above is sensitive: with the first design's bug it must see growth */
         borrow_scenario(1, region, &calls, &borrows);
-        CHECK_MSG(calls > 0, "region %d: the seed's bug went unnoticed", region);
+        CHECK_MSG(calls > 0, "region %d: the first design's bug went unnoticed", region);
     }
 }
 
@@ -719,10 +719,10 @@ static void test_no_drift(void)
     double g = drift_run(env_seed_bug(), 200000, &fe, &fl);
     printf("drift: overhead x%.3f from op 10k to 200k, fragmentation %.3f -> %.3f\n", g, fe, fl);
     CHECK_MSG(g <= 1.05, "reserved bytes per byte of peak demand grew x%.3f after warm-up", g);
-    /* for comparison only: immediate coalescing hides most of the seed's
+    /* for comparison only: immediate coalescing hides most of the first design's
      * bug here (test_borrow_return is the check that fails with it) */
     double gb = drift_run(1, 200000, &fe, &fl);
-    printf("drift with the seed's bug: overhead x%.3f, fragmentation %.3f -> %.3f\n", gb, fe, fl);
+    printf("drift with the first design's bug: overhead x%.3f, fragmentation %.3f -> %.3f\n", gb, fe, fl);
 }
 
 static void test_merge(void)

@@ -256,7 +256,7 @@ static void test_sweep(void)
     for (int i = 0; i < 5; i++) {
         CHECK(pts[i].alpha == i / 4.0 && pts[i].beta == 1.0 - i / 4.0);
         CHECK(pts[i].makespan > 0);
-        /* each point is the seed scheduler at those weights */
+        /* each point is the `seed` scheduler at those weights */
         bp_plan_options p2 = po;
         p2.sched = BP_SCHED_SEED;
         p2.alpha = pts[i].alpha;
