@@ -110,7 +110,9 @@ struct bp_graph {
     size_t type_class_n;
 };
 
-enum { BP__TYPE_VIEW = 1, BP__TYPE_ELEMENTWISE = 2 };
+/* BROADCAST: a view whose elements may repeat (strides of 0), so it may
+ * claim more bytes than its source holds. */
+enum { BP__TYPE_VIEW = 1, BP__TYPE_ELEMENTWISE = 2, BP__TYPE_BROADCAST = 4 };
 
 #define BP__SYM_BASE (-(INT64_C(1) << 40))
 static inline bool bp__dim_is_sym(int64_t d) { return d <= BP__SYM_BASE; }
@@ -122,10 +124,13 @@ static inline const int32_t *bp__op_out(const bp_graph *g, int32_t op) { return 
 /* Class of an op's type, from the table finalize builds (one lookup, no
  * string compares in hot loops). */
 static inline bool bp__op_is_view(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_VIEW; }
+static inline bool bp__op_is_broadcast(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_BROADCAST; }
 static inline bool bp__op_is_elementwise(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_ELEMENTWISE; }
 
 /* True for op types that are views of their first input (the list in docs/ARCHITECTURE.md). */
 bool bp__is_view_type(const char *type);
+/* True for view types that may repeat elements (aten.expand, aten.as_strided). */
+bool bp__is_broadcast_view_type(const char *type);
 /* True for element-wise op types whose output may overwrite an input. */
 bool bp__is_elementwise_type(const char *type);
 /* Reads a bufplan-graph JSON file with explicit limits (graph_json.c). */

@@ -60,6 +60,11 @@ bool bp__is_view_type(const char *type)
     return false;
 }
 
+bool bp__is_broadcast_view_type(const char *type)
+{
+    return strcmp(type, "aten.expand") == 0 || strcmp(type, "aten.as_strided") == 0;
+}
+
 bool bp__is_elementwise_type(const char *type)
 {
     static const char *const ew[] = {
@@ -410,6 +415,27 @@ static bp_status report_cycle(bp_graph *g, const int32_t *indeg, bp_error *err)
     return bp__err(err, BP_ERR_INVALID, "%s: the graph has a cycle: %s", g->name, buf[0] ? buf : "(not found)");
 }
 
+/* View chains end (no cycle), found in O(n) by a walk with three states
+ * (not seen, on the current walk, known to end). */
+static bp_status check_view_chains(const bp_graph *g, bp_error *err)
+{
+    size_t nt = g->n_t;
+    uint8_t *state = bp__calloc(&g->alloc, nt ? nt : 1, 1);
+    if (!state) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory checking views", g->name);
+    bp_status s = BP_OK;
+    for (size_t t = 0; t < nt && !s; t++) {
+        int32_t v = (int32_t)t;
+        while (state[v] == 0 && g->t[v].view_of >= 0) { state[v] = 1; v = g->t[v].view_of; }
+        if (state[v] == 1)
+            s = bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\": its view_of chain is a cycle", g->name,
+                        bp__names_get(&g->tnames, (int32_t)t));
+        for (v = (int32_t)t; state[v] == 1; v = g->t[v].view_of) state[v] = 2;
+        state[t] = 2;
+    }
+    bp__free(&g->alloc, state, nt ? nt : 1);
+    return s;
+}
+
 bp_status bp_graph_finalize(bp_graph *g, bp_error *err)
 {
     if (g->finalized) return BP_OK;
@@ -435,15 +461,9 @@ bp_status bp_graph_finalize(bp_graph *g, bp_error *err)
             return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\" is a graph %s but op \"%s\" produces it", g->name,
                            bp__names_get(&g->tnames, (int32_t)t), (x->flags & BP_TENSOR_INPUT) ? "input" : "weight",
                            bp__names_get(&g->onames, x->producer));
-        /* view chains must end: walk at most nt steps */
-        if (x->view_of >= 0) {
-            int32_t v = (int32_t)t;
-            size_t steps = 0;
-            while (g->t[v].view_of >= 0 && steps <= nt) { v = g->t[v].view_of; steps++; }
-            if (steps > nt)
-                return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\": its view_of chain is a cycle", g->name, bp__names_get(&g->tnames, (int32_t)t));
-        }
     }
+    bp_status vs = check_view_chains(g, err);
+    if (vs) return vs;
 
     /* Op type classes. */
     g->type_class_n = g->types.n ? g->types.n : 1;
@@ -451,7 +471,8 @@ bp_status bp_graph_finalize(bp_graph *g, bp_error *err)
     if (!g->type_class) { g->type_class_n = 0; return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name); }
     for (size_t k = 0; k < g->types.n; k++) {
         const char *ty = bp__names_get(&g->types, (int32_t)k);
-        g->type_class[k] = (uint8_t)((bp__is_view_type(ty) ? BP__TYPE_VIEW : 0) | (bp__is_elementwise_type(ty) ? BP__TYPE_ELEMENTWISE : 0));
+        g->type_class[k] = (uint8_t)((bp__is_view_type(ty) ? BP__TYPE_VIEW : 0) | (bp__is_elementwise_type(ty) ? BP__TYPE_ELEMENTWISE : 0) |
+                                     (bp__is_broadcast_view_type(ty) ? BP__TYPE_BROADCAST : 0));
     }
 
     /* Consumers (CSR). */

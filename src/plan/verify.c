@@ -210,6 +210,19 @@ static void vf_schedule(vctx *v, vdata *d)
     }
 }
 
+/* The kind the planner gives tensor t: in the arena, output or planned;
+ * otherwise dynamic, weight (a weight, a constant or an unplanned constant
+ * activation at its storage's root) or input.  A tensor that is never live
+ * may also be planned with no offset (it needs no bytes). */
+static bp_tensor_kind vf_kind(const bp_graph *g, const bp_tensor_plan *tp, int32_t t)
+{
+    const bp__tensor *x = &g->t[t], *r = &g->t[tp->alias_of >= 0 ? tp->alias_of : t];
+    if (tp->offset != BP_NO_OFFSET) return (x->flags & BP_TENSOR_OUTPUT) ? BP_KIND_OUTPUT : BP_KIND_PLANNED;
+    if (r->dynamic || x->dynamic) return BP_KIND_DYNAMIC;
+    if (r->flags & (BP_TENSOR_WEIGHT | BP_TENSOR_CONST)) return BP_KIND_WEIGHT;
+    return r->producer >= 0 ? BP_KIND_WEIGHT : BP_KIND_INPUT;
+}
+
 /* 2. Each tensor's plan interval covers its true lifetime; sizes, alignment
  * and kinds agree with the graph. */
 static void vf_tensors(vctx *v, vdata *d)
@@ -257,6 +270,10 @@ static void vf_tensors(vctx *v, vdata *d)
             reason(v, "tensor \"%s\" is a graph output but the plan marks it %s", TN((int32_t)t), bp_tensor_kind_name(tp->kind));
         if (tp->alias_of >= 0 && (size_t)tp->alias_of >= nt)
             reason(v, "tensor \"%s\": alias_of is out of range", TN((int32_t)t));
+        else if (tp->kind != vf_kind(g, tp, (int32_t)t) &&
+                 !(d->first[t] < 0 && (tp->kind == BP_KIND_PLANNED || tp->kind == BP_KIND_OUTPUT))) /* never live */
+            reason(v, "tensor \"%s\": the plan says kind %s, the graph makes it %s", TN((int32_t)t),
+                   bp_tensor_kind_name(tp->kind), bp_tensor_kind_name(vf_kind(g, tp, (int32_t)t)));
     }
 }
 
@@ -440,11 +457,15 @@ static bp_status vf_arena(vctx *v, vdata *d)
         }
         bp__free(a, in_tree, nt1);
         /* live bytes for the lower bound, over the true intervals */
-        int64_t live = 0, best = 0;
+        int64_t live = 0, best = 0, at_peak = -1;
         for (size_t s = 0; s < no; s++) {
             live += d->dlive[s];
             if (live > best) best = live;
+            if ((int32_t)s == p->stats.peak_step) at_peak = live;
         }
+        if (!v->n_reasons && p->stats.lower_bound_bytes && at_peak != best)
+            reason(v, "peak_step %d is not a step where the live bytes reach their maximum %lld", p->stats.peak_step,
+                   (long long)best);
         if (!v->n_reasons && p->stats.lower_bound_bytes && (uint64_t)best != p->stats.lower_bound_bytes)
             reason(v, "the plan's lower bound %llu differs from the live bytes the verifier measures, %lld",
                    (unsigned long long)p->stats.lower_bound_bytes, (long long)best);
@@ -452,6 +473,52 @@ static bp_status vf_arena(vctx *v, vdata *d)
             reason(v, "the arena of %llu bytes is below the live bytes %lld", (unsigned long long)p->stats.arena_bytes, (long long)best);
     }
     return st;
+}
+
+/* 6. The plan's figures, re-derived: the arena is the highest placed byte
+ * rounded up to the alignment, and the counts and byte sums of the stats are
+ * what the tensors say. */
+static void vf_stats(vctx *v, vdata *d)
+{
+    const bp_graph *g = v->g;
+    const bp_plan *p = v->p;
+    const bp_plan_stats *ps = &p->stats;
+    uint64_t align = p->alignment ? p->alignment : 1, top = 0, storage = 0, naive = 0, dyn = 0;
+    int32_t n_planned = 0, n_storages = 0, n_dyn = 0;
+    bool consts_planned = false;
+    for (size_t t = 0; t < d->nt; t++) {
+        const bp_tensor_plan *tp = &p->tp[t];
+        if (tp->offset != BP_NO_OFFSET) {
+            n_planned++;
+            if (g->t[t].flags & BP_TENSOR_CONST) consts_planned = true;
+        } else if (tp->kind == BP_KIND_DYNAMIC) {
+            n_dyn++;
+            dyn += g->t[t].bytes;
+        }
+        if (d->vroot[t] != (int32_t)t || uf_find(d->par, (int32_t)t) != (int32_t)t || d->soff[t] == BP_NO_OFFSET) continue;
+        n_storages++;
+        storage += d->ssize[t];
+        uint64_t end = d->soff[t] + bp__align_up(d->ssize[t], align);   /* in the arena: checked */
+        if (end > top) top = end;
+    }
+    for (size_t t = 0; t < d->nt; t++)
+        if (g->t[t].producer >= 0 && !g->t[t].dynamic && (!(g->t[t].flags & BP_TENSOR_CONST) || consts_planned))
+            naive += g->t[t].bytes;
+    if (ps->peak_step < -1 || ps->peak_step >= (int32_t)d->no)
+        reason(v, "peak_step %d is not a step of the schedule (0..%zu)", ps->peak_step, d->no - 1);
+    if (ps->arena_bytes != top)
+        reason(v, "arena_bytes %llu is not the end of the highest placed tensor, %llu", (unsigned long long)ps->arena_bytes,
+               (unsigned long long)top);
+    if (ps->n_planned != n_planned || ps->n_storages != n_storages || ps->n_dynamic != n_dyn)
+        reason(v, "the stats count %d planned tensors, %d storages and %d dynamic tensors; the tensors say %d, %d and %d",
+               ps->n_planned, ps->n_storages, ps->n_dynamic, n_planned, n_storages, n_dyn);
+    if (ps->dynamic_bytes != dyn)
+        reason(v, "dynamic_bytes %llu differs from the dynamic tensors' %llu bytes", (unsigned long long)ps->dynamic_bytes,
+               (unsigned long long)dyn);
+    if (ps->naive_bytes != naive || ps->alias_saved_bytes != (naive > storage ? naive - storage : 0))
+        reason(v, "naive_bytes %llu and alias_saved_bytes %llu differ from what the tensors give, %llu and %llu",
+               (unsigned long long)ps->naive_bytes, (unsigned long long)ps->alias_saved_bytes, (unsigned long long)naive,
+               (unsigned long long)(naive > storage ? naive - storage : 0));
 }
 
 /* 5. Events: no ALLOC after the first use, no FREE before the last use. */
@@ -526,6 +593,7 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
     if (!v->n_reasons) vf_inplace(v, &d);
     if (!v->n_reasons && (st = vf_arena(v, &d)) != BP_OK) goto out;
     if (!v->n_reasons) vf_events(v, &d);
+    if (!v->n_reasons) vf_stats(v, &d);
 
     if (v->n_reasons) {
         if (v->n_reasons > VERIFY_MAX_REASONS && err) {
