@@ -141,6 +141,8 @@ int cmd_plan(int argc, char **argv)
         bp_plan_cache_set_verify(cache, cfg.cache_verify || !no_verify);
     }
     s = cache ? bp_plan_cache_plan(cache, g, "", &po, &p, &hit, &err) : bp_plan_graph(g, &po, &p, &err);
+    bp_plan_cache_stats cst = {0};
+    if (cache) bp_plan_cache_get_stats(cache, &cst);
     bp_plan_cache_close(cache);
     if (s) { int rc = cli_fail(&err); bp_graph_free(g); return rc; }
     int verified = hit && !no_verify;   /* verified by the cache */
@@ -161,7 +163,8 @@ int cmd_plan(int argc, char **argv)
     }
     if (!quiet && rc == CLI_OK) print_report(out && !strcmp(out, "-") ? stderr : stdout, g, p, verified, po.threads);
     if (!quiet && rc == CLI_OK && cfg.cache_dir[0])
-        fprintf(out && !strcmp(out, "-") ? stderr : stdout, "  plan cache   %s (%s)\n", hit ? "hit" : "miss, plan saved", cfg.cache_dir);
+        fprintf(out && !strcmp(out, "-") ? stderr : stdout, "  plan cache   %s (%s)\n",
+                hit ? "hit" : cst.write_errors ? "miss, plan NOT saved (see the warning)" : "miss, plan saved", cfg.cache_dir);
     bp_plan_free(p);
     bp_graph_free(g);
     return rc;

@@ -224,11 +224,18 @@ bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err);
 
 /* Reads a whole file (NUL-terminated). */
 bp_status bp__read_file(const char *path, const bp_allocator *a, char **buf, size_t *len, bp_error *err);
-/* Atomic writes: opens path.tmp.PID (or stdout for "-"); commit renames. */
+/* Safe writes (outfile.c): a temporary made with mkstemp next to the target
+ * (or stdout for "-"), given the mode of the file it replaces, fsynced and
+ * renamed over it on commit.  Special files (FIFOs, devices, directories)
+ * are refused; a symlink is followed; a file with more than one hard link
+ * is rewritten in place so that the links stay.  Stale temporaries of
+ * earlier runs (older than a minute) in that directory are removed. */
 typedef struct bp__outfile {
     FILE *f;
-    char *path, *tmp;
-    bool is_stdout;
+    char *path, *tmp;          /* target (symlinks resolved) and temporary */
+    size_t path_size, tmp_size;
+    unsigned mode;             /* permission bits to give the result */
+    bool is_stdout, in_place;
 } bp__outfile;
 bp_status bp__out_open(bp__outfile *o, const char *path, bp_error *err);
 bp_status bp__out_commit(bp__outfile *o, bp_error *err);   /* closes; renames on success */

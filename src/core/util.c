@@ -1,6 +1,6 @@
 /*
  * util.c — allocation through the caller's allocator, error messages, the
- * interned name index, whole-file reads and atomic file writes.
+ * interned name index and whole-file reads (atomic writes: outfile.c).
  *
  * The name index is a string pool plus open addressing (linear probing) over
  * a power-of-two slot array kept at most half full, so lookups are O(1) and a
@@ -271,57 +271,6 @@ bp_status bp__read_file(const char *path, const bp_allocator *a, char **buf, siz
     *buf = b;
     *len = n;
     return BP_OK;
-}
-
-bp_status bp__out_open(bp__outfile *o, const char *path, bp_error *err)
-{
-    memset(o, 0, sizeof *o);
-    if (!path || strcmp(path, "-") == 0) { o->f = stdout; o->is_stdout = true; return BP_OK; }
-    size_t n = strlen(path) + 32;
-    o->path = libc_alloc(NULL, strlen(path) + 1);
-    o->tmp = libc_alloc(NULL, n);
-    if (!o->path || !o->tmp) { free(o->path); free(o->tmp); return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", path); }
-    strcpy(o->path, path);
-    snprintf(o->tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    o->f = fopen(o->tmp, "wb");
-    if (!o->f) {
-        bp_status s = bp__err(err, BP_ERR_IO, "%s: cannot create: %s", o->tmp, strerror(errno));
-        free(o->path); free(o->tmp);
-        o->path = o->tmp = NULL;
-        return s;
-    }
-    return BP_OK;
-}
-
-bp_status bp__out_commit(bp__outfile *o, bp_error *err)
-{
-    if (o->is_stdout) {
-        if (fflush(stdout) != 0 || ferror(stdout)) return bp__err(err, BP_ERR_IO, "stdout: write error");
-        return BP_OK;
-    }
-    bp_status s = BP_OK;
-    bool bad = ferror(o->f) != 0;
-    if (fclose(o->f) != 0) bad = true;
-    o->f = NULL;
-    if (bad) {
-        s = bp__err(err, BP_ERR_IO, "%s: write error: %s", o->path, strerror(errno));
-        remove(o->tmp);
-    } else if (rename(o->tmp, o->path) != 0) {
-        s = bp__err(err, BP_ERR_IO, "%s: cannot rename %s: %s", o->path, o->tmp, strerror(errno));
-        remove(o->tmp);
-    }
-    free(o->path); free(o->tmp);
-    o->path = o->tmp = NULL;
-    return s;
-}
-
-void bp__out_abort(bp__outfile *o)
-{
-    if (o->is_stdout) { fflush(stdout); return; }
-    if (o->f) fclose(o->f);
-    if (o->tmp) remove(o->tmp);
-    free(o->path); free(o->tmp);
-    memset(o, 0, sizeof *o);
 }
 
 void bp__json_str(FILE *f, const char *s)

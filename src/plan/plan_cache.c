@@ -35,6 +35,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -307,7 +309,7 @@ bp_status bp_plan_cache_open(const char *dir, FILE *warnings, bp_plan_cache **ou
     if (c->dir) strcpy(c->dir, dir);
     if (!c->dir) { bp__free(&bp__libc_allocator, c, sizeof *c); return bp__err(err, BP_ERR_NOMEM, "plan cache: out of memory"); }
     c->warn = warnings;
-    c->verify = 0;   /* structural checks only: see bp_plan_cache_set_verify */
+    c->verify = 1;   /* bp_verify on every hit unless bp_plan_cache_set_verify(c, 0) */
     *out = c;
     return BP_OK;
 }
@@ -358,6 +360,25 @@ typedef struct pc_fixed {
 
 typedef struct pc_wbuf { unsigned char *p; size_t n; } pc_wbuf;
 static void pc_put(pc_wbuf *w, const void *src, size_t n) { memcpy(w->p + w->n, src, n); w->n += n; }
+
+/* Removes temporaries (".KEY.tmp.XXXXXX") that writers killed mid-write
+ * left behind, once they are a minute old (a live writer renames its own
+ * within milliseconds).  Best effort. */
+static void pc_remove_stale(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    time_t now = time(NULL);
+    struct dirent *e;
+    char p[2304];
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] != '.' || !strstr(e->d_name, ".tmp.")) continue;
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= sizeof p) continue;
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > 60) unlink(p);
+    }
+    closedir(d);
+}
 
 bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_graph *g, const bp_plan *p, bp_error *err)
 {
@@ -411,6 +432,7 @@ bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_
     snprintf(path, sizeof path, "%s/%s.bpc", c->dir, key->file);
     snprintf(tmp, sizeof tmp, "%s/.%s.tmp.XXXXXX", c->dir, key->file);
     bp_status s = BP_OK;
+    pc_remove_stale(c->dir);
     int fd = mkstemp(tmp);
     if (fd < 0) {
         s = bp__err(err, BP_ERR_IO, "%s: cannot create a temporary file: %s", c->dir, strerror(errno));
@@ -424,6 +446,7 @@ bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_
         }
         /* mkstemp makes 0600; cache files are shared like any other file */
         if (!s && fchmod(fd, 0644) != 0) { /* not fatal */ }
+        if (!s && fsync(fd) != 0) s = bp__err(err, BP_ERR_IO, "%s: fsync: %s", tmp, strerror(errno));
         if (close(fd) != 0 && !s) s = bp__err(err, BP_ERR_IO, "%s: close: %s", tmp, strerror(errno));
         if (!s && rename(tmp, path) != 0) s = bp__err(err, BP_ERR_IO, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
         if (s) unlink(tmp);
@@ -434,28 +457,32 @@ bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_
     return s;
 }
 
-/* Maps the whole file read-only (MAP_POPULATE: one call instead of a page
- * fault per page); returns false (with errno) when it cannot.  The mapping
- * is private: a writer renaming a new file over this one does not change it. */
-static bool pc_map(const char *path, unsigned char **buf, size_t *len)
+/* Reads the whole file into a buffer from the graph's allocator; returns
+ * false (with errno) when it cannot.  Opened non-blocking and without
+ * following a symlink, and checked to be a regular file before any read, so
+ * a FIFO or a device planted at a key cannot hang or feed the reader.  pread
+ * into memory (not a mapping): a file truncated while it is read is a short
+ * read (EIO here), not a SIGBUS. */
+static bool pc_read(const bp_allocator *a, const char *path, unsigned char **buf, size_t *len)
 {
-    int fd = open(path, O_RDONLY);
+    *buf = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return false;
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { close(fd); errno = EINVAL; return false; }
-    size_t n = (size_t)sb.st_size;
-    *len = n;
-    *buf = NULL;
-    if (n) {
-#ifdef MAP_POPULATE
-        void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-#else
-        void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-#endif
-        if (m == MAP_FAILED) { int e = errno; close(fd); errno = e; return false; }
-        *buf = m;
+    size_t n = (size_t)sb.st_size, got = 0;
+    unsigned char *b = bp__alloc(a, n ? n : 1);
+    if (!b) { close(fd); errno = ENOMEM; return false; }
+    while (got < n) {
+        ssize_t r = pread(fd, b + got, n - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) { int e = r < 0 ? errno : EIO; bp__free(a, b, n ? n : 1); close(fd); errno = e; return false; }
+        got += (size_t)r;
     }
     close(fd);
+    *buf = b;
+    *len = n;
     return true;
 }
 
@@ -555,8 +582,10 @@ bp_status bp_plan_cache_get(bp_plan_cache *c, const bp_cache_key *key, const bp_
     snprintf(path, sizeof path, "%s/%s.bpc", c->dir, key->file);
     unsigned char *b = NULL;
     size_t n = 0;
-    if (!pc_map(path, &b, &n)) {
-        if (errno != ENOENT) pc_warn(c, path, "cannot read: %s", strerror(errno));
+    if (!pc_read(&g->alloc, path, &b, &n)) {
+        if (errno == EINVAL) pc_warn(c, path, "not a regular file");
+        else if (errno == EIO) pc_warn(c, path, "truncated while it was read");
+        else if (errno != ENOENT) pc_warn(c, path, "cannot read: %s", strerror(errno));
         c->st.misses++;
         return BP_OK;
     }
@@ -656,7 +685,7 @@ miss:
     c->st.misses++;
 out:
     bp_plan_free(p);
-    if (b) munmap(b, n);
+    if (b) bp__free(&g->alloc, b, n ? n : 1);
     return s;
 }
 
