@@ -194,7 +194,7 @@ bp_status bp__assign_bestfit(const bp_interval *iv, size_t n, const bp_assign_op
 bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_options *o,
                             uint64_t *offsets, bp_assign_result *res, bp_error *err);
 
-/* Fence-aware assignment (exec_fences.c): like bestfit, but prefers placing a
+/* Fence-aware assignment (plan/fences.c): like bestfit, but prefers placing a
  * storage over bytes whose previous tenants' readers all precede the new
  * producer in the dependency order.  iv[i] belongs to storage root roots[i]. */
 bp_status bp__assign_fence_aware(const bp_graph *g, const bp__lifetimes *lt, const bp_interval *iv,

@@ -1,5 +1,5 @@
 /*
- * exec_digest.c — reference kernels that make corruption visible, and
+ * digest.c — reference kernels that make corruption visible, and
  * bp_exec_verify (planned run vs safe run).
  *
  * A digest kernel first hashes every input completely (an output may share

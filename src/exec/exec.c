@@ -13,7 +13,7 @@
  *    plan's FREE step, the last use) and the roots whose use count it drops
  *    (parallel: the last op to finish with a storage frees it);
  *  - for threads > 1: successors (data dependencies plus fences,
- *    exec_fences.c) and each op's count of unfinished predecessors.
+ *    plan/fences.c) and each op's count of unfinished predecessors.
  * Sequential replay walks the plan's order.  Parallel replay: a FIFO of
  * ready ops under one mutex; a worker that finishes an op decrements its
  * successors' counts (atomics), keeps the first that becomes ready for

@@ -1,5 +1,5 @@
 /*
- * schedule_best.c — `best`: the lowest peak bufplan can find in its time.
+ * best.c — `best`: the lowest peak bufplan can find in its time.
  *
  * 1. Portfolio: every fast order (given, kahn, dfs, list, lpmf, seed with a
  *    few alpha/beta pairs), each scored with the exact evaluator; keep the
@@ -17,9 +17,9 @@
  *    their steps, so any order of the window is topological).  A new order
  *    is kept when the exact evaluator says it is better: lower peak, or the
  *    same peak reached at fewer steps.
- * 5. Local search (schedule_local.c): ops near the peak step slide across it
+ * 5. Local search (local.c): ops near the peak step slide across it
  *    within their dependency windows, the profile kept in a segment tree.
- * 6. Decomposition (schedule_decomp.c), one more candidate: cut points,
+ * 6. Decomposition (decomp.c), one more candidate: cut points,
  *    components and single-entry/single-exit regions as macro-ops, the
  *    exact search on the pieces (up to half the work left), every piece
  *    falling back to the best order so far.  It runs after 5, so 1-5 are
@@ -349,7 +349,7 @@ bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *
     st = best_refine(env, &b, cand, win, bprof, &work, limit, deadline, flb, &optimal, &states, err);
     if (st) goto out;
 
-    /* 6. decomposition (schedule_decomp.c): cut points, components,
+    /* 6. decomposition (decomp.c): cut points, components,
      * single-entry/single-exit regions as macro-ops, exact search on the
      * pieces, with the best order so far as the fallback of every piece.
      * After the refinement, so that it only ever adds a candidate; when it

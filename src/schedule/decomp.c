@@ -1,5 +1,5 @@
 /*
- * schedule_decomp.c — the decomposition candidate of `best`.
+ * decomp.c — the decomposition candidate of `best`.
  *
  * A piece (a set of ops, listed in a topological order) is scheduled by the
  * first rule that applies:

@@ -1,5 +1,5 @@
 /*
- * schedule_eval.c — the objective every scheduler optimises: the peak of an
+ * eval.c — the objective every scheduler optimises: the peak of an
  * order in the allocator's model, plus the same model stepped op by op.
  *
  * Model (lifetime.c's, which the verifier checks): a storage (planned alias

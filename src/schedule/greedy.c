@@ -1,6 +1,6 @@
 /*
- * schedule_greedy.c — the fast orders: dfs, list (XLA), lpmf (Inductor) and
- * seed, all over the step model of schedule_eval.c.
+ * greedy.c — the fast orders: dfs, list (XLA), lpmf (Inductor) and
+ * seed, all over the step model of eval.c.
  *
  * dfs:  post-order DFS from the producers of the graph outputs (then the
  *       other sinks), visiting an op's producers in input order: each branch

@@ -1,5 +1,5 @@
 /*
- * schedule_local.c — local search on a whole order around its peak step.
+ * local.c — local search on a whole order around its peak step.
  *
  * The memory profile (bytes live per step) sits in a segment tree of
  * (max, count at the max), so the peak step is found in O(log n).  A move

@@ -1,8 +1,8 @@
 /*
- * schedule_optimal.c — `optimal`: the exact search alone, for small graphs.
+ * optimal.c — `optimal`: the exact search alone, for small graphs.
  *
  * The upper bound comes from the fast orders (the portfolio of `best`); then
- * the dynamic program over sets of scheduled ops (schedule_best.c) looks for
+ * the dynamic program over sets of scheduled ops (best.c) looks for
  * an order with a lower peak, keeping only states below the bound.  When it
  * finishes without hitting its state cap or the work limit (opts->time_limit),
  * the result is proven optimal: either it found the best order below the

@@ -123,7 +123,7 @@ bp_status bp__sched_lpmf(const bp__sgraph *sg, uint64_t tie_seed, int32_t *order
 bp_status bp__sched_seed(const bp__sgraph *sg, const double *cost, double alpha, double beta,
                          uint64_t tie_seed, int32_t *order, bp_error *err);
 
-/* Exact search over sets of scheduled ops (schedule_best.c): dynamic
+/* Exact search over sets of scheduled ops (best.c): dynamic
  * programming over the sets of scheduled ops, layer by layer, each set kept
  * once with its lowest peak.  Schedules region[0..k-1] from the state *start
  * (every predecessor outside the region has run there).  At most max_states
@@ -157,7 +157,7 @@ int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_
 uint64_t bp__sched_portfolio(const bp__sgraph *sg, bp__eval *ev, const bp_plan_options *o, const double *cost,
                              int32_t *order, const char **name, uint64_t *work, bp_error *err);
 
-/* Local search (schedule_local.c): slides ops near the peak step across it
+/* Local search (local.c): slides ops near the peak step across it
  * within their dependency windows, with the profile in a segment tree; every
  * kept order is scored by the exact evaluator.  order is replaced by an order
  * that is topological and not worse (lower peak, or the same peak at fewer
@@ -165,7 +165,7 @@ uint64_t bp__sched_portfolio(const bp__sgraph *sg, bp__eval *ev, const bp_plan_o
  * it improved the order, 0 if not, -1 when out of memory (order unchanged). */
 int bp__sched_local(const bp__sgraph *sg, bp__eval *ev, int32_t *order, uint64_t *work, uint64_t work_limit);
 
-/* Decomposition (schedule_decomp.c).  Over a DAG whose vertices 0..n-1 are
+/* Decomposition (decomp.c).  Over a DAG whose vertices 0..n-1 are
  * numbered in a topological order, adjacency as CSR:
  *   idom: immediate dominators from a virtual root n joined to every vertex
  *         without predecessors (adj = predecessors, rev = 0), or immediate
@@ -216,7 +216,7 @@ bp_status bp__sched_env_init(bp__sched_env *e, const bp_graph *g, const bp_plan_
                              bp_error *err);
 void bp__sched_env_free(bp__sched_env *e);
 
-/* best / optimal (schedule_best.c, schedule_optimal.c), over the driver's
+/* best / optimal (best.c, optimal.c), over the driver's
  * env (made with a simulator). */
 bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *order,
                          bp_schedule_info *info, bp_error *err);

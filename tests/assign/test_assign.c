@@ -382,7 +382,7 @@ static uint64_t improve_lb(const bp_interval *iv, size_t n)
     return lb;
 }
 
-/* The plain greedy (assign_greedy.c) from naive's layout: the start. */
+/* The plain greedy (greedy.c) from naive's layout: the start. */
 static uint64_t improve_start(const bp_interval *iv, size_t n, uint64_t lb, uint64_t *off)
 {
     bp_assign_result r;

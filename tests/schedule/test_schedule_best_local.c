@@ -1,10 +1,10 @@
-/* Local search (schedule_local.c): on thousands of random graphs, from
+/* Local search (local.c): on thousands of random graphs, from
  * random topological orders and from the list scheduler's order, the result
  * is a topological permutation whose exact peak is never worse than the
  * input's (lower, or equal at no more steps at the peak); the same input
  * gives the same output; a work limit of 0 leaves the order as it is; on
  * random orders it finds improvements (it is not a no-op).  And `best`'s
- * lower bound (the forced-live bound of schedule_best.c) is never above the
+ * lower bound (the forced-live bound of best.c) is never above the
  * peak of any order: checked against random orders of random graphs, and
  * an order `best` calls optimal is never beaten by one of them. */
 #include "sched_testutil.h"

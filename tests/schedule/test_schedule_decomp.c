@@ -1,4 +1,4 @@
-/* The decomposition of `best` (schedule_decomp.c).
+/* The decomposition of `best` (decomp.c).
  *  - Dominator and post-dominator trees of thousands of random DAGs (up to
  *    30 vertices, sparse to dense, chain-like to wide) against the
  *    definition: d dominates v iff v cannot be reached from the virtual
