@@ -3,6 +3,9 @@
  * An instance is a list of half-open intervals [lower, upper) with sizes, as
  * in MiniMalloc's CSV format (docs/FORMATS.md, "MiniMalloc CSV"), plus the
  * ids and any extra columns of the file so it can be written back. */
+/* bufplan.h first (outside the guard): it declares the core types and
+ * includes every part of the API in order, this one included. */
+#include "bufplan.h"
 #ifndef BUFPLAN_ASSIGN_H
 #define BUFPLAN_ASSIGN_H
 

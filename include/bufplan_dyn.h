@@ -1,11 +1,13 @@
 /* bufplan — dynamic shapes: configuration and presets, shape signatures,
  * the on-disk plan cache, the conservative branch and the warm-up planner.
  * Included by bufplan.h.  Design and file format: docs/DYNAMIC.md. */
+/* bufplan.h first (outside the guard): it declares the core types and
+ * includes every part of the API in order, this one included. */
+#include "bufplan.h"
 #ifndef BUFPLAN_DYN_H
 #define BUFPLAN_DYN_H
 
 #include "bufplan_api.h"
-#include "bufplan.h"
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -17,6 +17,9 @@
  * bytes, fences (extra dependencies) make the producer of a new tenant wait
  * for every reader of the previous one.  Only fences that the data
  * dependencies do not already imply are added. */
+/* bufplan.h first (outside the guard): it declares the core types and
+ * includes every part of the API in order, this one included. */
+#include "bufplan.h"
 #ifndef BUFPLAN_EXEC_H
 #define BUFPLAN_EXEC_H
 

@@ -7,6 +7,9 @@
  * raise it.  The defaults (bp_limits_init) are far above real models; a
  * caller that needs more raises a field and passes the struct to the *_lim
  * functions below or to bp_graph_set_limits().  SECURITY.md lists them. */
+/* bufplan.h first (outside the guard): it declares the core types and
+ * includes every part of the API in order, this one included. */
+#include "bufplan.h"
 #ifndef BUFPLAN_LIMITS_H
 #define BUFPLAN_LIMITS_H
 

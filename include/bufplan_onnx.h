@@ -1,4 +1,7 @@
 /* bufplan — ONNX import; included by bufplan.h. */
+/* bufplan.h first (outside the guard): it declares the core types and
+ * includes every part of the API in order, this one included. */
+#include "bufplan.h"
 #ifndef BUFPLAN_ONNX_H
 #define BUFPLAN_ONNX_H
 

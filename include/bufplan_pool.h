@@ -12,6 +12,9 @@
  * (mmap by default; a CUDA backend when built with CUDA).  The pool never
  * reads or writes the memory it hands out (its metadata lives on the host),
  * so device memory works.  All functions are thread-safe. */
+/* bufplan.h first (outside the guard): it declares the core types and
+ * includes every part of the API in order, this one included. */
+#include "bufplan.h"
 #ifndef BUFPLAN_POOL_H
 #define BUFPLAN_POOL_H
 

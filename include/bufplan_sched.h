@@ -3,12 +3,14 @@
  * alpha/beta trade-off sweep, op costs, and a scheduler call that also says
  * whether the order was proven optimal.  Included by bufplan.h.
  */
+/* bufplan.h first (outside the guard): it declares the core types and
+ * includes every part of the API in order, this one included. */
+#include "bufplan.h"
 #ifndef BUFPLAN_SCHED_H
 #define BUFPLAN_SCHED_H
 
 #include "bufplan_api.h"
 
-#include "bufplan.h"
 
 #ifdef __cplusplus
 extern "C" {

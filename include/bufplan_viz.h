@@ -1,11 +1,13 @@
 /* bufplan — pictures and reports of plans (src/viz.c, src/report.c);
  * included by bufplan.h, not meant to be included alone.  docs/VIZ.md
  * describes the pages and the history format. */
+/* bufplan.h first (outside the guard): it declares the core types and
+ * includes every part of the API in order, this one included. */
+#include "bufplan.h"
 #ifndef BUFPLAN_VIZ_H
 #define BUFPLAN_VIZ_H
 
 #include "bufplan_api.h"
-#include "bufplan.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
