@@ -59,5 +59,7 @@ bool cli_is_help(const char *a);
 /* Usage text for the shared options, for --help. */
 extern const char cli_graph_opts_help[];
 extern const char cli_plan_opts_help[];
+/* --threads as the planning commands read it (run has its own). */
+extern const char cli_threads_opt_help[];
 
 #endif

@@ -82,7 +82,9 @@ const char cli_plan_opts_help[] =
     "  --time-limit S         seconds for searches (default 10)\n"
     "  --seed N               seed for randomised searches (default 1)\n"
     "  --no-alias             no views, no in-place reuse\n"
-    "  --plan-inputs          place graph inputs in the arena too\n"
+    "  --plan-inputs          place graph inputs in the arena too\n";
+
+const char cli_threads_opt_help[] =
     "  --threads N            workers for the makespan estimate\n";
 
 /* Returns the option's value (argv[*i + 1]) and advances *i, or NULL after

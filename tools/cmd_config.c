@@ -13,11 +13,11 @@ static void config_usage(FILE *f)
     fprintf(f, "usage: bufplan config --show [--config FILE] [--preset NAME] [options]\n"
                "       bufplan config --keys | --presets\n\n"
                "Prints the effective configuration as JSON: the defaults, then the preset,\n"
-               "then the config file, then the flags.\n\noptions:\n%s%s"
+               "then the config file, then the flags.\n\noptions:\n%s%s%s"
                "  --show                 print the configuration (the default action)\n"
                "  --keys                 list the config keys\n"
                "  --presets              list the presets\n",
-               cli_config_opts_help, cli_plan_opts_help);
+               cli_config_opts_help, cli_plan_opts_help, cli_threads_opt_help);
 }
 
 int cmd_config(int argc, char **argv)

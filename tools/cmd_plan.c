@@ -14,7 +14,7 @@ static void plan_usage(FILE *f)
     fprintf(f, "usage: bufplan plan GRAPH [options]\n\n"
                "Plans GRAPH (.json bufplan-graph or .onnx): a schedule, live intervals,\n"
                "offsets in one arena and the ALLOC/EXEC/FREE event table, then verifies it.\n\n"
-               "options:\n%s%s"
+               "options:\n%s%s%s"
                "  --format text|json|csv output: a report (text, default without -o), the\n"
                "                         plan JSON (default with -o) or the event table CSV\n"
                "  -o FILE                write the plan there (\"-\" = stdout)\n"
@@ -24,7 +24,7 @@ static void plan_usage(FILE *f)
                "  --config FILE --preset NAME  planner settings from a config file / preset\n"
                "                         (flags win; bufplan config --help)\n"
                "  --cache DIR            reuse plans saved in DIR, save new ones there\n",
-               cli_plan_opts_help, cli_graph_opts_help);
+               cli_plan_opts_help, cli_threads_opt_help, cli_graph_opts_help);
 }
 
 /* The short report. */

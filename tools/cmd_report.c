@@ -21,8 +21,8 @@ static void report_usage(FILE *f)
                "  -o FILE                write the table there (default: standard output)\n"
                "  --plot FILE.svg        also draw the table as a bar chart\n"
                "  --time-limit S         seconds for each search (default 2 here)\n\n"
-               "plan options (-s and -a are not: the report runs them all):\n%s\ngraph options:\n%s",
-            cli_plan_opts_help, cli_graph_opts_help);
+               "plan options (-s and -a are not: the report runs them all):\n%s%s\ngraph options:\n%s",
+            cli_plan_opts_help, cli_threads_opt_help, cli_graph_opts_help);
 }
 
 int cmd_report(int argc, char **argv)

@@ -37,8 +37,8 @@ static void viz_usage(FILE *f)
                "  --color op|buffer      initial coloring: by op type (default) or by buffer\n"
                "  --title TEXT           page title (default: the graph's name)\n"
                "  --width N --height N   SVG size in pixels (default 1000 x 420 timeline)\n\n"
-               "plan options:\n%s\ngraph options:\n%s",
-            cli_plan_opts_help, cli_graph_opts_help);
+               "plan options:\n%s%s\ngraph options:\n%s",
+            cli_plan_opts_help, cli_threads_opt_help, cli_graph_opts_help);
 }
 
 typedef struct viz_side {

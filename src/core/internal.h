@@ -45,6 +45,9 @@ void bp__err_clear(bp_error *err);
 bool bp__valid_utf8(const char *s);
 
 double bp__now(void); /* monotonic seconds */
+/* The shortest decimal that reads back as v (%.17g at most): 0.7, not
+ * 0.69999999999999996.  Returns buf. */
+const char *bp__fmt_double(char buf[32], double v);
 
 /* ----------------------------------------------------------- name index */
 

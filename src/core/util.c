@@ -306,3 +306,16 @@ bool bp__valid_utf8(const char *s)
     }
     return true;
 }
+
+const char *bp__fmt_double(char buf[32], double v)
+{
+    if (v == (double)(long long)v && v > -9007199254740992.0 && v < 9007199254740992.0) {
+        snprintf(buf, 32, "%lld", (long long)v);
+        return buf;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) return buf;
+    }
+    return buf;
+}

@@ -577,13 +577,14 @@ bp_status bp_config_write_json(const bp_config *c, FILE *f, bp_error *err)
 {
     if (!c || !f) return bp__err(err, BP_ERR_USAGE, "config: NULL argument");
     const bp_plan_options *p = &c->plan;
+    char d1[32], d2[32], d3[32];
     fputs("{\n  \"format\": \"bufplan-config\",\n  \"version\": 1,\n  \"preset\": ", f);
     if (c->preset[0]) bp__json_str(f, c->preset); else fputs("null", f);
-    fprintf(f, ",\n  \"scheduler\": \"%s\",\n  \"alpha\": %.17g,\n  \"beta\": %.17g,\n  \"time_limit\": %.17g,\n"
+    fprintf(f, ",\n  \"scheduler\": \"%s\",\n  \"alpha\": %s,\n  \"beta\": %s,\n  \"time_limit\": %s,\n"
                "  \"budget\": %" PRIu64 ",\n  \"assigner\": \"%s\",\n  \"alignment\": %" PRIu64 ",\n  \"seed\": %" PRIu64 ",\n"
                "  \"alias\": %s,\n  \"plan_inputs\": %s,\n  \"plan_constants\": %s,\n  \"fence_aware\": %s,\n"
                "  \"replan\": %s,\n  \"warmup_runs\": %d,\n  \"dynamic_policy\": \"%s\",\n  \"buckets\": {",
-            bp_sched_name(p->sched), p->alpha, p->beta, p->time_limit, p->budget, bp_assign_name(p->assign),
+            bp_sched_name(p->sched), bp__fmt_double(d1, p->alpha), bp__fmt_double(d2, p->beta), bp__fmt_double(d3, p->time_limit), p->budget, bp_assign_name(p->assign),
             p->alignment, p->seed, p->no_alias ? "false" : "true", p->plan_inputs ? "true" : "false",
             p->plan_constants ? "true" : "false", p->fence_aware ? "true" : "false", c->replan ? "true" : "false",
             c->warmup_runs, bp_dyn_policy_name(c->dynamic_policy));

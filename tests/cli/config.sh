@@ -92,4 +92,8 @@ grep -q "schedule dfs, assign color" "$tmp/p.txt" || bad "plan --config not appl
 grep -q "schedule dfs, assign bestfit" "$tmp/p.txt" || bad "plan flag over --config"
 "$CLI" plan "$tmp/d.json" --preset inference >"$tmp/p.txt" || bad "plan --preset"
 grep -q "schedule seed" "$tmp/p.txt" || bad "plan --preset not applied"
+# numbers are printed in their shortest round-trip form
+"$CLI" config --show >"$tmp/show.json" || bad "config --show"
+grep -q '"alpha": 0.7,' "$tmp/show.json" || bad "config --show: alpha is not printed as 0.7: $(grep alpha "$tmp/show.json")"
+grep -q '"time_limit": 10,' "$tmp/show.json" || bad "config --show: time_limit is not printed as 10"
 exit $fail

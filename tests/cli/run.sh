@@ -84,4 +84,6 @@ expect 2 'kernel must be' "$tmp/g.json" --kernel fast
 expect 2 'repeat' "$tmp/g.json" --repeat 0
 expect 2 '' "$tmp/missing.json"
 "$CLI" run --help | grep -q -- '--verify' || bad "--help lacks --verify"
+n=$("$CLI" run --help | grep -c -- '^  --threads N')
+[ "$n" = 1 ] || bad "run --help lists --threads $n times"
 exit $fail
