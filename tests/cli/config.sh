@@ -22,8 +22,8 @@ want=$(sed -n 's/^schedule \([a-z]*\), assign \([a-z]*\),.*/"\1" "\2"/p' "$tmp/p
 python3 - "$tmp/inf.json" "$tmp/tr.json" <<'PY' || bad "preset values"
 import json, sys
 i, t = (json.load(open(p)) for p in sys.argv[1:3])
-assert i["preset"] == "inference" and i["alpha"] > i["beta"] and i["scheduler"] == "seed", i
-assert t["preset"] == "training" and t["beta"] > t["alpha"] and t["beta"] > i["beta"], t
+assert i["preset"] == "inference" and i["alpha"] > i["beta"] and i["scheduler"] == "best", i
+assert t["preset"] == "training" and t["beta"] > t["alpha"] and t["beta"] > i["beta"] and t["scheduler"] == "best" and not t["fence_aware"], t
 PY
 "$CLI" config --preset gaming >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] || bad "unknown preset should exit 2"
 grep -q gaming "$tmp/err" || bad "unknown preset message"
@@ -91,9 +91,19 @@ grep -q "schedule dfs, assign color" "$tmp/p.txt" || bad "plan --config not appl
 "$CLI" plan "$tmp/d.json" --config "$tmp/c.json" -a bestfit >"$tmp/p.txt" || bad "plan --config -a"
 grep -q "schedule dfs, assign bestfit" "$tmp/p.txt" || bad "plan flag over --config"
 "$CLI" plan "$tmp/d.json" --preset inference >"$tmp/p.txt" || bad "plan --preset"
-grep -q "schedule seed" "$tmp/p.txt" || bad "plan --preset not applied"
+grep -q "schedule best" "$tmp/p.txt" || bad "plan --preset not applied"
 # numbers are printed in their shortest round-trip form
 "$CLI" config --show >"$tmp/show.json" || bad "config --show"
 grep -q '"alpha": 0.7,' "$tmp/show.json" || bad "config --show: alpha is not printed as 0.7: $(grep alpha "$tmp/show.json")"
 grep -q '"time_limit": 10,' "$tmp/show.json" || bad "config --show: time_limit is not printed as 10"
+# a preset never gives a higher peak than the defaults, on every generated graph
+arena() { "$CLI" plan "$@" -q -o - | sed -n 's/^ "arena_bytes": \([0-9]*\),$/\1/p'; }
+for k in chain diamond resnet50 unet "transformer --layers 2 --seq 128" randwire "resnet50 --training --layers 1"; do
+  "$CLI" gen $k -o "$tmp/k.json" || bad "gen $k"
+  base=$(arena "$tmp/k.json")
+  for preset in $("$CLI" config --presets | awk '{print $1}'); do
+    got=$(arena "$tmp/k.json" --preset "$preset")
+    [ -n "$got" ] && [ -n "$base" ] && [ "$got" -le "$base" ] || bad "preset $preset on $k: arena ${got:-?} above the defaults' ${base:-?}"
+  done
+done
 exit $fail
