@@ -103,6 +103,55 @@ static bp_status gj_tensor_ref(gj_ctx *c, const json_t *v, const char *op, const
 
 /* ---------------------------------------------------------------- tensors */
 
+/* Edit distance of a and b (Levenshtein, both short: keys), capped at 9. */
+static int gj_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 30 || lb > 30) return 9;
+    int row[32];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb] > 9 ? 9 : row[lb];
+}
+
+/* BP_ERR_INVALID naming the first key of obj that is not in known[] (NULL-
+ * terminated), where it is, and the nearest known key when one is close:
+ * a misspelt key ("output") must not be ignored silently. */
+static bp_status gj_keys(gj_ctx *c, const json_t *obj, const char *const *known, const char *where)
+{
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        int ok = 0, best = 9;
+        const char *near = NULL;
+        for (const char *const *k = known; *k && !ok; k++) {
+            ok = strcmp(key, *k) == 0;
+            int d = gj_distance(key, *k);
+            if (d < best) { best = d; near = *k; }
+        }
+        if (ok) continue;
+        if (near && best <= 2)
+            return bp__err(c->err, BP_ERR_INVALID, "%s: %s: unknown key \"%.200s\" (did you mean \"%s\"?)", c->file, where, key, near);
+        return bp__err(c->err, BP_ERR_INVALID, "%s: %s: unknown key \"%.200s\"", c->file, where, key);
+    }
+    return BP_OK;
+}
+
+static const char *const gj_root_keys[] = {"format", "version", "name", "tensors", "ops", "inputs", "weights",
+                                           "outputs", "constants", NULL};
+static const char *const gj_tensor_keys[] = {"name", "dtype", "shape", "bytes", "view_of", NULL};
+static const char *const gj_op_keys[] = {"name", "type", "inputs", "outputs", "cost", "inplace", NULL};
+
 static bp_status gj_tensor(gj_ctx *c, const json_t *t, size_t idx)
 {
     if (!json_is_object(t))
@@ -112,6 +161,12 @@ static bp_status gj_tensor(gj_ctx *c, const json_t *t, size_t idx)
     if (!json_is_string(jn))
         return bp__err(c->err, BP_ERR_INVALID, "%s: tensors[%zu]: \"name\" must be a string, not %s", c->file, idx, bp__json_type(jn));
     const char *name = json_string_value(jn);
+    {
+        char where[300];
+        snprintf(where, sizeof where, "tensors[%zu] (\"%.200s\")", idx, name);
+        bp_status ks = gj_keys(c, t, gj_tensor_keys, where);
+        if (ks) return ks;
+    }
     if (!*name) return bp__err(c->err, BP_ERR_INVALID, "%s: tensors[%zu] has an empty name", c->file, idx);
     const json_t *jb = json_object_get(t, "bytes"), *js = json_object_get(t, "shape"), *jd = json_object_get(t, "dtype");
     bp_dtype dt = BP_DT_UNKNOWN;
@@ -195,6 +250,12 @@ static bp_status gj_op(gj_ctx *c, const json_t *o, size_t idx)
     if (!json_is_string(jn))
         return bp__err(c->err, BP_ERR_INVALID, "%s: ops[%zu]: \"name\" must be a string, not %s", c->file, idx, bp__json_type(jn));
     const char *name = json_string_value(jn);
+    {
+        char where[300];
+        snprintf(where, sizeof where, "ops[%zu] (\"%.200s\")", idx, name);
+        bp_status ks = gj_keys(c, o, gj_op_keys, where);
+        if (ks) return ks;
+    }
     if (!*name) return bp__err(c->err, BP_ERR_INVALID, "%s: ops[%zu] has an empty name", c->file, idx);
     static const char *const keys[3] = {"type", "inputs", "outputs"};
     const json_t *jv[3];
@@ -317,6 +378,7 @@ static bp_status gj_build(json_t *root, const char *file, const bp_limits *lim, 
                 : bp__err(err, BP_ERR_INVALID, "%s: \"version\" must be the integer 1%s%s", file, jv ? ", not " : " (it is missing)", jv ? bp__json_type(jv) : "");
     else if (jn && !json_is_string(jn))
         s = bp__err(err, BP_ERR_INVALID, "%s: \"name\" must be a string, not %s", file, bp__json_type(jn));
+    else if ((s = gj_keys(&c, root, gj_root_keys, "the top level")) != BP_OK) {}
     else if (!jt || !json_is_array(jt))
         s = bp__err(err, BP_ERR_INVALID, "%s: \"tensors\" must be an array%s%s", file, jt ? ", not " : " (it is missing)", jt ? bp__json_type(jt) : "");
     else if (!jo || !json_is_array(jo))
