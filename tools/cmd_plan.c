@@ -28,7 +28,8 @@ static void plan_usage(FILE *f)
 }
 
 /* The short report. */
-static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verified, int threads)
+/* load_ms >= 0: the plan came from the cache, loaded in that time. */
+static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verified, int threads, double load_ms)
 {
     const bp_plan_stats *st = bp_plan_get_stats(p);
     char b1[32], b2[32], b3[32];
@@ -52,10 +53,14 @@ static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verif
             ps, ps >= 0 && ps < bp_plan_n_steps(p) ? bp_graph_op_name(g, bp_plan_schedule(p)[ps]) : "-");
     if (st->alias_saved_bytes) fprintf(f, "  aliasing saved %s (views and in-place)\n", cli_fmt_bytes(st->alias_saved_bytes, b1, sizeof b1));
     if (st->n_dynamic) fprintf(f, "  dynamic      %d tensors kept out of the arena\n", st->n_dynamic);
-    fprintf(f, "  makespan     %.4g cost units on %d worker(s)%s\n", st->makespan, threads,
+    fprintf(f, "  makespan     %.4g cost units (the ops' costs: the graph's, else estimated microseconds) on %d worker(s)%s\n", st->makespan, threads,
             st->sched_optimal ? "; schedule proven optimal" : "");
-    fprintf(f, "  plan time    %.3f ms (schedule %.3f, assign %.3f)%s\n", st->plan_seconds * 1e3, st->schedule_seconds * 1e3,
-            st->assign_seconds * 1e3, verified ? "; verified" : "");
+    if (load_ms >= 0)
+        fprintf(f, "  plan time    loaded from the cache in %.3f ms; planned originally in %.3f ms (schedule %.3f, assign %.3f)%s\n",
+                load_ms, st->plan_seconds * 1e3, st->schedule_seconds * 1e3, st->assign_seconds * 1e3, verified ? "; verified" : "");
+    else
+        fprintf(f, "  plan time    %.3f ms (schedule %.3f, assign %.3f)%s\n", st->plan_seconds * 1e3, st->schedule_seconds * 1e3,
+                st->assign_seconds * 1e3, verified ? "; verified" : "");
 }
 
 /* --sweep alpha: the `seed` scheduler's peak and makespan for alpha in [0, 1]. */
@@ -161,7 +166,8 @@ int cmd_plan(int argc, char **argv)
         s = !strcmp(format, "csv") ? bp_plan_write_events_csv(p, g, out, &err) : bp_plan_write_json(p, g, out, &err);
         if (s) rc = cli_fail(&err);
     }
-    if (!quiet && rc == CLI_OK) print_report(out && !strcmp(out, "-") ? stderr : stdout, g, p, verified, po.threads);
+    if (!quiet && rc == CLI_OK) print_report(out && !strcmp(out, "-") ? stderr : stdout, g, p, verified, po.threads,
+                                            hit ? (cst.load_seconds + cst.verify_seconds) * 1e3 : -1.0);
     if (!quiet && rc == CLI_OK && cfg.cache_dir[0])
         fprintf(out && !strcmp(out, "-") ? stderr : stdout, "  plan cache   %s (%s)\n",
                 hit ? "hit" : cst.write_errors ? "miss, plan NOT saved (see the warning)" : "miss, plan saved", cfg.cache_dir);

@@ -43,7 +43,7 @@
 
 #define PC_MAGIC "BPCACHE\x1a"
 #define PC_TRAILER "BPCEND\0\n"
-#define PC_FORMAT 1u
+#define PC_FORMAT 2u
 #define PC_ENDIAN 0x01020304u
 
 /* ------------------------------------------------------------- checksum */
@@ -352,7 +352,8 @@ typedef struct pc_fixed {
     uint64_t arena, lower_bound, naive, alias_saved, dynamic;
     int32_t peak_step, n_planned, n_storages, n_dynamic;
     double plan_s, schedule_s, assign_s;
-    int32_t optimal, pad;
+    int32_t optimal, sched_optimal;
+    double makespan;
 } pc_fixed;
 
 /* Bytes per tensor: first, last, buffer, alias_of (i32), offset, bytes (u64), kind (u8). */
@@ -408,6 +409,8 @@ bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_
     fx.peak_step = st->peak_step; fx.n_planned = st->n_planned; fx.n_storages = st->n_storages; fx.n_dynamic = st->n_dynamic;
     fx.plan_s = st->plan_seconds; fx.schedule_s = st->schedule_seconds; fx.assign_s = st->assign_seconds;
     fx.optimal = st->optimal;
+    fx.sched_optimal = st->sched_optimal;
+    fx.makespan = st->makespan;
     pc_put(&w, &fx, sizeof fx);
     pc_put(&w, p->order, no * 4);
     /* One array per field (the reader copies each with a tight loop). */
@@ -646,6 +649,8 @@ bp_status bp_plan_cache_get(bp_plan_cache *c, const bp_cache_key *key, const bp_
     st->peak_step = fx.peak_step; st->n_planned = fx.n_planned; st->n_storages = fx.n_storages; st->n_dynamic = fx.n_dynamic;
     st->plan_seconds = fx.plan_s; st->schedule_seconds = fx.schedule_s; st->assign_seconds = fx.assign_s;
     st->optimal = fx.optimal ? 1 : 0;
+    st->sched_optimal = fx.sched_optimal ? 1 : 0;
+    st->makespan = fx.makespan >= 0 && fx.makespan < 1e300 ? fx.makespan : 0;
     memcpy(p->order, b + pos, no * 4);
     pos += no * 4;
     const unsigned char *a32 = b + pos, *a64 = b + pos + nt * 16, *a8 = b + pos + nt * 32;

@@ -46,4 +46,13 @@ for i in 1 2 3 4; do [ -s "$tmp/c$i.txt" ] && bad "concurrent plan $i: $(cat "$t
 # the cache directory must be a directory
 touch "$tmp/file"
 "$CLI" plan "$tmp/t.json" --dim S=64 --cache "$tmp/file" -q 2>/dev/null; [ $? -eq 2 ] || bad "--cache on a file should exit 2"
+# a hit reports what is true: the same makespan and proofs, and the load time
+"$CLI" gen resnet50 -o "$tmp/r.json" || bad "gen resnet50"
+"$CLI" plan "$tmp/r.json" --cache "$tmp/c2" >"$tmp/h1.txt" || bad "cache miss run"
+"$CLI" plan "$tmp/r.json" --cache "$tmp/c2" >"$tmp/h2.txt" || bad "cache hit run"
+grep -q "plan cache   hit" "$tmp/h2.txt" || bad "the second run is not a hit"
+[ "$(grep makespan "$tmp/h1.txt")" = "$(grep makespan "$tmp/h2.txt")" ] ||
+  bad "a hit reports another makespan or proof: $(grep makespan "$tmp/h1.txt") / $(grep makespan "$tmp/h2.txt")"
+grep -q "loaded from the cache in [0-9.]* ms; planned originally in" "$tmp/h2.txt" ||
+  bad "a hit does not report its load time: $(grep 'plan time' "$tmp/h2.txt")"
 exit $fail
