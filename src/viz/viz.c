@@ -584,6 +584,45 @@ static bp_status viz_history_json(viz_history *h, const bp_graph *g, const bp_pl
     return BP_OK;
 }
 
+/* The executor's own history (`bufplan run --history`, "bufplan-history 1"):
+ * per tenant a "tenant ID SPACE OFFSET BYTES NAME" line, then its alloc,
+ * write, read / last-read and free lines with tick times and threads ("-"
+ * where the tenant has none).  Each timed line becomes one event of that
+ * tenant; the other lines (graph, run, range) are context. */
+static bp_status viz_history_native(viz_history *h, const bp_graph *g, const bp_plan *p, const char *file, char *text,
+                                    bp_error *err)
+{
+    char name[1024] = "";
+    unsigned long long off = 0, bytes = 0;
+    size_t line = 0;
+    snprintf(h->unit, sizeof h->unit, "tick");
+    for (char *s = text, *next; s && *s; s = next) {
+        next = strchr(s, '\n');
+        if (next) *next++ = 0;
+        line++;
+        char kw[32], sp[32];
+        unsigned long long t0, t1;
+        long long thr;
+        int id, at = 0;
+        if (sscanf(s, "%31s", kw) != 1) continue;
+        if (!strcmp(kw, "tenant")) {
+            if (sscanf(s, "tenant %d %31s %llu %llu %n", &id, sp, &off, &bytes, &at) < 4 || !at)
+                return bp__err(err, BP_ERR_INVALID, "%s:%zu: a tenant line is \"tenant ID SPACE OFFSET BYTES NAME\"", file, line);
+            snprintf(name, sizeof name, "%s", s + at);
+            continue;
+        }
+        bool use = !strcmp(kw, "write") || !strcmp(kw, "read") || !strcmp(kw, "last-read");
+        if (!use && strcmp(kw, "alloc") && strcmp(kw, "free")) continue;
+        if (!name[0]) return bp__err(err, BP_ERR_INVALID, "%s:%zu: \"%s\" before any tenant line", file, line, kw);
+        int got = use ? sscanf(s, "%*s %llu %llu %lld", &t0, &t1, &thr) : sscanf(s, "%*s %llu %lld", &t0, &thr);
+        if (got < (use ? 3 : 2)) continue;   /* "-": no such event for this tenant */
+        bp_status st = viz_history_event(h, g, p, file, line, kw, name, (double)(use && strcmp(kw, "write") ? t1 : t0),
+                                         (int64_t)thr, true, off, true, bytes, err);
+        if (st) return st;
+    }
+    return BP_OK;
+}
+
 static bp_status viz_history_read(viz_history *h, const bp_graph *g, const bp_plan *p, const char *path, bp_error *err)
 {
     memset(h, 0, sizeof *h);
@@ -601,6 +640,8 @@ static bp_status viz_history_read(viz_history *h, const bp_graph *g, const bp_pl
         json_decref(root);
     } else if (memchr(text, 0, len)) {
         s = bp__err(err, BP_ERR_INVALID, "%s: a history is CSV or JSON text, this file has NUL bytes", path);
+    } else if (!strncmp(q, "bufplan-history ", 16)) {
+        s = viz_history_native(h, g, p, path, (char *)q, err);
     } else {
         s = viz_history_csv(h, g, p, path, text, err);
     }

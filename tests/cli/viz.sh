@@ -203,4 +203,12 @@ assert len(colors) >= 12, "only %d colors" % len(colors)
 assert share > 0.08, "only %.1f%% of the pixels are not white" % (100 * share)
 print("screenshot %dx%d: %d colors, %.0f%% ink" % (w, h, len(colors), 100 * share))
 PY
+# the history `bufplan run --history` writes is one that `viz --history` reads:
+# every tenant's events arrive (round trip)
+"$CLI" gen resnet50 -o "$tmp/rt.json" || bad "gen"
+"$CLI" run "$tmp/rt.json" --threads 2 --history "$tmp/rt.hist" >/dev/null || bad "run --history"
+"$CLI" viz "$tmp/rt.json" --history "$tmp/rt.hist" -o "$tmp/rt.html" 2>"$tmp/rt.err" || bad "viz --history of run's history: $(cat "$tmp/rt.err")"
+n_hist=$(grep -c -E '^(alloc|write|read|last-read|free) [0-9]' "$tmp/rt.hist")
+n_page=$(grep -o '"history":{"source":"[^"]*","unit":"tick","events":[0-9]*' "$tmp/rt.html" | sed 's/.*"events"://')
+[ -n "$n_page" ] && [ "$n_page" = "$n_hist" ] || bad "viz read ${n_page:-no} events of the history's $n_hist"
 exit $fail
