@@ -41,11 +41,17 @@ typedef struct cli_graph_opts {
     const char *unknown_op;   /* "error" (default) or "dynamic" */
     bool training;            /* append a backward pass */
     bool plan_constants;
+    /* --limit KEY=N, --max-memory BYTES, --max-seconds S */
+    bp_limits lim; bool have_lim;
+    uint64_t max_memory;      /* 0: no cap */
+    double max_seconds;       /* 0: no limit */
 } cli_graph_opts;
 
 /* If argv[*i] is a graph-loading option, consumes it (and its value) and
  * returns 1; returns 0 if not one; -1 (after printing) on a bad value. */
 int cli_graph_opt(cli_graph_opts *go, int argc, char **argv, int *i, const char *cmd);
+/* Zeroes go and sets the default limits. */
+void cli_graph_opts_init(cli_graph_opts *go);
 /* If argv[*i] is a planning option (-s -a --alpha --beta --budget
  * --alignment --time-limit --seed --no-alias --plan-inputs --threads),
  * consumes it into po and returns 1; 0 if not; -1 on a bad value. */

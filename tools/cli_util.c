@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 int cli_exit_code(bp_status s)
 {
@@ -71,7 +74,14 @@ const char cli_graph_opts_help[] =
     "  --training             append a backward pass (gradients of every op)\n"
     "  --unknown-op error|dynamic  ONNX: unknown operators are an error (default)\n"
     "                         or make their outputs dynamic\n"
-    "  --plan-constants       ONNX: plan Constant outputs like activations\n";
+    "  --plan-constants       ONNX: plan Constant outputs like activations\n"
+    "  --limit KEY=N          a resource limit for untrusted input (repeatable):\n"
+    "                         max_tensors max_ops max_name_len max_rank max_json_depth\n"
+    "                         max_proto_depth max_tensor_bytes max_total_bytes\n"
+    "                         max_file_bytes (docs/CLI.md)\n"
+    "  --max-memory BYTES     a heap cap: every allocation for the graph and what is\n"
+    "                         derived from it past BYTES fails as \"out of memory\"\n"
+    "  --max-seconds S        end the whole command after S seconds (exit 2)\n";
 
 const char cli_plan_opts_help[] =
     "  -s, --sched S          scheduler: given kahn dfs list lpmf seed best optimal\n"
@@ -95,9 +105,112 @@ static const char *opt_value(int argc, char **argv, int *i, const char *cmd)
     return argv[++*i];
 }
 
+
+/* The CLI runs one command per process, so the heap cap and the deadline
+ * are the process's: a counting allocator handed to the graph readers
+ * (everything derived from the graph uses the graph's allocator) and a
+ * timer whose signal ends the process with a message. */
+typedef struct cli_heap { size_t used, cap; } cli_heap;
+static cli_heap heap_cap;
+
+static void *cap_alloc(void *ctx, size_t n)
+{
+    cli_heap *h = ctx;
+    if (n > h->cap - h->used) return NULL;
+    void *p = malloc(n ? n : 1);
+    if (p) h->used += n;
+    return p;
+}
+
+static void *cap_realloc(void *ctx, void *p, size_t old, size_t n)
+{
+    cli_heap *h = ctx;
+    if (n > old && n - old > h->cap - h->used) return NULL;
+    void *q = realloc(p, n ? n : 1);
+    if (q) h->used = h->used - old + n;
+    return q;
+}
+
+static void cap_free(void *ctx, void *p, size_t n)
+{
+    cli_heap *h = ctx;
+    if (!p) return;
+    free(p);
+    h->used -= n <= h->used ? n : h->used;
+}
+
+static const bp_allocator cap_allocator = {cap_alloc, cap_realloc, cap_free, &heap_cap};
+
+static void on_deadline(int sig)
+{
+    static const char msg[] = "bufplan: the time limit (--max-seconds) was reached\n";
+    (void)sig;
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(CLI_BAD);
+}
+
+static void start_deadline(double s)
+{
+    struct itimerval it = {{0, 0}, {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)}};
+    if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0) it.it_value.tv_usec = 1;
+    signal(SIGALRM, on_deadline);
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+void cli_graph_opts_init(cli_graph_opts *go)
+{
+    memset(go, 0, sizeof *go);
+    bp_limits_init(&go->lim);
+}
+
+static int limit_opt(cli_graph_opts *go, const char *v, const char *cmd)
+{
+    static const char *const keys[] = {"max_tensors", "max_ops", "max_name_len", "max_rank", "max_json_depth",
+                                       "max_proto_depth", "max_tensor_bytes", "max_total_bytes", "max_file_bytes"};
+    const char *eq = strchr(v, '=');
+    uint64_t n;
+    if (!eq || !cli_parse_bytes(eq + 1, &n) || !n) {
+        cli_usage_error(cmd, "--limit %s: expected KEY=N with N > 0", v);
+        return -1;
+    }
+    size_t kl = (size_t)(eq - v), k = 0;
+    while (k < sizeof keys / sizeof keys[0] && (strlen(keys[k]) != kl || strncmp(v, keys[k], kl))) k++;
+    bp_limits *l = &go->lim;
+    uint64_t *u64[] = {&l->max_tensors, &l->max_ops, &l->max_name_len, NULL, NULL, NULL, &l->max_tensor_bytes,
+                       &l->max_total_bytes, &l->max_file_bytes};
+    uint32_t *u32[] = {NULL, NULL, NULL, &l->max_rank, &l->max_json_depth, &l->max_proto_depth, NULL, NULL, NULL};
+    if (k == sizeof keys / sizeof keys[0]) {
+        cli_usage_error(cmd, "--limit %.*s: unknown limit (max_tensors max_ops max_name_len max_rank max_json_depth "
+                             "max_proto_depth max_tensor_bytes max_total_bytes max_file_bytes)", (int)kl, v);
+        return -1;
+    }
+    if (u32[k] && n > (k == 3 ? 255u : UINT32_MAX)) { cli_usage_error(cmd, "--limit %s: too large", v); return -1; }
+    if (u64[k]) *u64[k] = n; else *u32[k] = (uint32_t)n;
+    go->have_lim = true;
+    return 1;
+}
+
 int cli_graph_opt(cli_graph_opts *go, int argc, char **argv, int *i, const char *cmd)
 {
     const char *a = argv[*i], *v;
+    if (!strcmp(a, "--limit")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        return limit_opt(go, v, cmd);
+    }
+    if (!strcmp(a, "--max-memory")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (!cli_parse_bytes(v, &go->max_memory) || !go->max_memory) { cli_usage_error(cmd, "--max-memory: \"%s\" is not a byte count", v); return -1; }
+        return 1;
+    }
+    if (!strcmp(a, "--max-seconds")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        char *end;
+        double s = strtod(v, &end);
+        if (*end || !(s > 0) || s > 1e6) { cli_usage_error(cmd, "--max-seconds: \"%s\" is not a number of seconds in (0, 1e6]", v); return -1; }
+        go->max_seconds = s;
+        return 1;
+    }
     if (!strcmp(a, "--dim") || !strcmp(a, "--shape")) {
         if (!(v = opt_value(argc, argv, i, cmd))) return -1;
         if (!strchr(v, '=')) { cli_usage_error(cmd, "%s %s: expected NAME=VALUE", a, v); return -1; }
@@ -239,6 +352,10 @@ static bool is_json_file(const char *path, char **data, size_t *len)
 
 bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err)
 {
+    if (go->max_seconds > 0) start_deadline(go->max_seconds);
+    const bp_allocator *al = NULL;
+    if (go->max_memory) { heap_cap.cap = (size_t)go->max_memory; al = &cap_allocator; }
+    const bp_limits *lim = go->have_lim ? &go->lim : NULL;
     bp_graph *g = NULL;
     bp_status s;
     char name[256];
@@ -278,8 +395,9 @@ bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err
         oo.shape_dims = sdp;
         oo.unknown_op_dynamic = go->unknown_op && !strcmp(go->unknown_op, "dynamic");
         oo.plan_constants = go->plan_constants;
-        s = data ? bp_onnx_parse(data, data_len, go->path, &oo, NULL, &g, NULL, err)
-                 : bp_onnx_read(go->path, &oo, NULL, &g, err);
+        oo.limits = lim;
+        s = data ? bp_onnx_parse(data, data_len, go->path, &oo, al, &g, NULL, err)
+                 : bp_onnx_read(go->path, &oo, al, &g, err);
         free(data);
         if (s) return s;
 #else
@@ -289,7 +407,7 @@ bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err
         return BP_ERR_UNSUPPORTED;
 #endif
     } else {
-        s = data ? bp_graph_parse_json(data, data_len, go->path, NULL, &g, err) : bp_graph_read_json(go->path, NULL, &g, err);
+        s = data ? bp_graph_parse_json_lim(data, data_len, go->path, lim, al, &g, err) : bp_graph_read_lim(go->path, lim, al, &g, err);
         free(data);
         if (s) return s;
         for (int i = 0; i < go->n_dims; i++) {

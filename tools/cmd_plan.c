@@ -87,7 +87,7 @@ int cmd_plan(int argc, char **argv)
     if (crc) return crc;
     po = cfg.plan;
     cli_graph_opts go;
-    memset(&go, 0, sizeof go);
+    cli_graph_opts_init(&go);
     const char *out = NULL, *format = NULL;
     int no_verify = 0, quiet = 0, sweep = 0;
     uint64_t points = 11;

@@ -31,7 +31,7 @@ int cmd_report(int argc, char **argv)
     bp_plan_options_init(&po);
     po.time_limit = 2;
     cli_graph_opts go;
-    memset(&go, 0, sizeof go);
+    cli_graph_opts_init(&go);
     const char *out = "-", *format = "text", *plot = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -61,7 +61,7 @@ static int run_spin_kernel(void *user, const bp_exec_call *c, bp_error *err)
 int cmd_run(int argc, char **argv)
 {
     cli_graph_opts go;
-    memset(&go, 0, sizeof go);
+    cli_graph_opts_init(&go);
     bp_plan_options po;
     bp_plan_options_init(&po);
     const char *plan_path = NULL, *history = NULL, *kernel = "digest";

@@ -10,7 +10,7 @@
 int cmd_verify(int argc, char **argv)
 {
     cli_graph_opts go;
-    memset(&go, 0, sizeof go);
+    cli_graph_opts_init(&go);
     const char *plan_path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -83,7 +83,7 @@ int cmd_viz(int argc, char **argv)
     memset(&one, 0, sizeof one);
     bp_plan_options_init(&one.po);
     cli_graph_opts go;
-    memset(&go, 0, sizeof go);
+    cli_graph_opts_init(&go);
     bp_viz_options vo;
     bp_viz_options_init(&vo);
     const char *out = NULL, *format = NULL;
