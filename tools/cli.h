@@ -42,6 +42,7 @@ typedef struct cli_graph_opts {
     bool training;            /* append a backward pass */
     bool plan_constants;
     /* --limit KEY=N, --max-memory BYTES, --max-seconds S */
+    bool allow_dynamic;       /* --allow-dynamic: unbound symbols are not an error */
     bp_limits lim; bool have_lim;
     uint64_t max_memory;      /* 0: no cap */
     double max_seconds;       /* 0: no limit */

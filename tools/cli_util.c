@@ -75,6 +75,8 @@ const char cli_graph_opts_help[] =
     "  --unknown-op error|dynamic  ONNX: unknown operators are an error (default)\n"
     "                         or make their outputs dynamic\n"
     "  --plan-constants       ONNX: plan Constant outputs like activations\n"
+    "  --allow-dynamic        plan tensors with unbound symbolic dimensions as dynamic\n"
+    "                         (outside the arena) instead of refusing the graph\n"
     "  --limit KEY=N          a resource limit for untrusted input (repeatable):\n"
     "                         max_tensors max_ops max_name_len max_rank max_json_depth\n"
     "                         max_proto_depth max_tensor_bytes max_total_bytes\n"
@@ -198,6 +200,7 @@ int cli_graph_opt(cli_graph_opts *go, int argc, char **argv, int *i, const char 
         if (!(v = opt_value(argc, argv, i, cmd))) return -1;
         return limit_opt(go, v, cmd);
     }
+    if (!strcmp(a, "--allow-dynamic")) { go->allow_dynamic = true; return 1; }
     if (!strcmp(a, "--max-memory")) {
         if (!(v = opt_value(argc, argv, i, cmd))) return -1;
         if (!cli_parse_bytes(v, &go->max_memory) || !go->max_memory) { cli_usage_error(cmd, "--max-memory: \"%s\" is not a byte count", v); return -1; }
@@ -350,6 +353,48 @@ static bool is_json_file(const char *path, char **data, size_t *len)
     return b ? is_json_text(b, n) : true;
 }
 
+/* BP_ERR_INVALID listing the named symbolic dimensions (the model's own, which
+ * --dim or --shape can bind) that are still unbound:
+ * planned as they are, their tensors would be left out of the arena and the
+ * report would show a plan of what is left (an arena of 0 B for a model
+ * whose every activation depends on the batch size). */
+static bp_status check_bound(const bp_graph *g, const char *path, bp_error *err)
+{
+    enum { MAX_LISTED = 16 };
+    const char *names[MAX_LISTED];
+    int n_names = 0, n_tensors = 0;
+    bool more = false;
+    int64_t dims[256];
+    for (int32_t t = 0; t < bp_graph_n_tensors(g); t++) {
+        int r = bp_graph_tensor_dims(g, t, dims, 256);
+        bool dyn = false;
+        for (int k = 0; k < r; k++) {
+            if (dims[k] != BP_DIM_SYMBOLIC) continue;
+            const char *sym = bp_graph_tensor_dim_symbol(g, t, k);
+            /* "?..." symbols stand for values shape inference could not
+             * derive (data-dependent): no flag binds them, they stay dynamic */
+            if (!sym || sym[0] == '?') continue;
+            dyn = true;
+            int j = 0;
+            while (j < n_names && strcmp(names[j], sym)) j++;
+            if (j == n_names && n_names < MAX_LISTED) names[n_names++] = sym;
+            else if (j == n_names) more = true;
+        }
+        n_tensors += dyn;
+    }
+    if (!n_tensors) return BP_OK;
+    char list[1024] = "";
+    size_t L = 0;
+    for (int j = 0; j < n_names && L < sizeof list; j++)
+        L += (size_t)snprintf(list + L, sizeof list - L, "%s%s", j ? ", " : "", names[j]);
+    snprintf(err->msg, sizeof err->msg,
+                       "%s: %d tensors have unbound symbolic dimensions (%s%s); bind them with --dim SYM=N or "
+                       "--shape INPUT=AxBxC (e.g. --dim %s=1), or plan those tensors as dynamic, outside the arena, "
+                       "with --allow-dynamic", path, n_tensors, list, more ? ", ..." : "", n_names ? names[0] : "N");
+    err->status = BP_ERR_INVALID;
+    return BP_ERR_INVALID;
+}
+
 bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err)
 {
     if (go->max_seconds > 0) start_deadline(go->max_seconds);
@@ -444,6 +489,7 @@ bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err
     }
     if (go->training && (s = bp_graph_append_backward(g, err))) { bp_graph_free(g); return s; }
     if ((s = bp_graph_finalize(g, err))) { bp_graph_free(g); return s; }
+    if (!go->allow_dynamic && (s = check_bound(g, go->path, err))) { bp_graph_free(g); return s; }
     *out = g;
     return BP_OK;
 }

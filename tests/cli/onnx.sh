@@ -35,9 +35,16 @@ for m in "$ONNX"/torchvision/*.onnx; do
   expect_in out " 0 dynamic" "plan $(basename "$m")"
 done
 
-# unbound: everything that depends on N is dynamic, and that is not an error
-expect_rc 0 "resnet18 unbound" "$CLI" plan "$ONNX/torchvision/resnet18.onnx"
-expect_in out "dynamic" "resnet18 unbound"
+# unbound: a model whose symbols are not bound is refused with the list of
+# symbols and the flags that bind them (a plan without them would report an
+# arena of 0 B); --allow-dynamic plans the rest and says how many are dynamic
+for cmd in plan report "viz -o $T/u.svg" run; do
+  expect_rc 2 "resnet18 unbound ($cmd)" "$CLI" $cmd "$ONNX/torchvision/resnet18.onnx"
+  expect_in err "unbound symbolic dimensions (N)" "resnet18 unbound ($cmd)"
+  expect_in err "--dim N=1" "resnet18 unbound ($cmd)"
+done
+expect_rc 0 "resnet18 --allow-dynamic" "$CLI" plan "$ONNX/torchvision/resnet18.onnx" --allow-dynamic
+expect_in out "dynamic" "resnet18 --allow-dynamic"
 
 # plan file round trip: plan -o, then verify with the same bindings
 expect_rc 0 "plan -o" "$CLI" plan "$ONNX/torchvision/resnet18.onnx" --dim N=1 -o "$T/p.json"
