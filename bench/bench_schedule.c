@@ -18,7 +18,7 @@
  */
 #include <bufplan.h>
 #include "bufplan_sched.h"
-#include "core/internal.h" /* the graph's symbol names, to bind them */
+#include "plan/plan_internal.h" /* the graph's symbol names, to bind them */
 #include "schedule/schedule_internal.h" /* orders: the schedulers alone */
 
 #include <dirent.h>

@@ -7,7 +7,7 @@
 #define BP_EXEC_UTIL_H
 #include "bufplan.h"
 #include "check.h"
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 
 #include <inttypes.h>
 

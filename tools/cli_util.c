@@ -388,8 +388,8 @@ static bp_status check_bound(const bp_graph *g, const char *path, bp_error *err)
     for (int j = 0; j < n_names && L < sizeof list; j++)
         L += (size_t)snprintf(list + L, sizeof list - L, "%s%s", j ? ", " : "", names[j]);
     snprintf(err->msg, sizeof err->msg,
-                       "%s: %d tensors have unbound symbolic dimensions (%s%s); bind them with --dim SYM=N or "
-                       "--shape INPUT=AxBxC (e.g. --dim %s=1), or plan those tensors as dynamic, outside the arena, "
+                       "%.300s: %d tensors have unbound symbolic dimensions (%.400s%s); bind them with --dim SYM=N or "
+                       "--shape INPUT=AxBxC (e.g. --dim %.60s=1), or plan those tensors as dynamic, outside the arena, "
                        "with --allow-dynamic", path, n_tensors, list, more ? ", ..." : "", n_names ? names[0] : "N");
     err->status = BP_ERR_INVALID;
     return BP_ERR_INVALID;

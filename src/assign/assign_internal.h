@@ -5,7 +5,7 @@
 #ifndef BP_ASSIGN_INTERNAL_H
 #define BP_ASSIGN_INTERNAL_H
 
-#include "core/internal.h"
+#include "graph/graph_internal.h"
 
 /* Canonical greedy with squeaky-wheel reordering (assign_greedy.c) over the
  * intervals with size > 0 (fixed offsets are obstacles).  Runs greedy passes
@@ -148,5 +148,15 @@ typedef struct bp__chains {
 /* Returns 0, or -1 out of memory (*out then holds nothing). */
 int bp__assign_chains(const bp_allocator *a, const bp_interval *iv, size_t n, bp__chains *out);
 void bp__assign_chains_free(const bp_allocator *a, bp__chains *c);
+
+/* ------------------------------------------------------------ assigners */
+
+/* assign.c dispatches bp_assign_intervals(); each strategy fills offsets[]
+ * and res->arena_bytes.  Inputs were validated by the dispatcher. */
+bp_status bp__assign_naive(const bp_interval *iv, size_t n, uint64_t *offsets, bp_assign_result *res, bp_error *err);
+bp_status bp__assign_bestfit(const bp_interval *iv, size_t n, const bp_assign_options *o,
+                             uint64_t *offsets, bp_assign_result *res, bp_error *err);
+bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_options *o,
+                            uint64_t *offsets, bp_assign_result *res, bp_error *err);
 
 #endif

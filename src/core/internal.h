@@ -3,9 +3,9 @@
  *
  * Data layout (docs/ARCHITECTURE.md): dense integer ids, arrays of structs, names interned
  * once in a string pool with an open-addressing hash index, consumers in CSR
- * form.  Module prefixes: bp__mem (util.c), bp__names (util.c), bp__graph
- * (graph.c), bp__storage / bp__lifetime (lifetime.c), bp__sched (schedule_*.c),
- * bp__assign (assign_*.c), bp__events (plan.c).
+ * form (the graph's layout is graph/graph_internal.h, the plan's
+ * plan/plan_internal.h).  Prefixes: bp__mem and bp__names (util.c), bp__err,
+ * bp__out (outfile.c), bp__json (json_load.c), bp__limits (limits.c).
  */
 #ifndef BP_INTERNAL_H
 #define BP_INTERNAL_H
@@ -69,160 +69,6 @@ int32_t bp__names_find(const bp__names *nm, const char *s, size_t len);
 static inline const char *bp__names_get(const bp__names *nm, int32_t id) { return nm->pool + nm->off[id]; }
 uint64_t bp__hash_bytes(const void *p, size_t n, uint64_t seed);
 
-/* ----------------------------------------------------------------- graph */
-
-typedef struct bp__tensor {
-    uint64_t bytes;        /* 0 when dynamic with unbound symbols */
-    int32_t producer;      /* op id or -1 */
-    int32_t view_of;       /* tensor id or -1 */
-    uint32_t dims_off;     /* index into g->dims */
-    uint8_t rank;          /* 0 with has_shape = scalar */
-    uint8_t dtype;         /* bp_dtype */
-    uint8_t flags;         /* BP_TENSOR_* */
-    uint8_t has_shape : 1, dynamic : 1, is_const : 1;
-} bp__tensor;
-
-typedef struct bp__op {
-    uint32_t io_off;       /* inputs then outputs in g->io */
-    uint16_t n_in, n_out;
-    int32_t type;          /* id in g->types */
-    double cost;           /* <= 0: unknown */
-} bp__op;
-
-typedef struct bp__inplace {
-    int32_t op, out, in;
-} bp__inplace;
-
-struct bp_graph {
-    bp_allocator alloc;
-    char *name;
-    bp__names tnames, onames, types, syms;
-    bp__tensor *t;   size_t n_t, cap_t;
-    bp__op *o;       size_t n_o, cap_o;
-    int32_t *io;     size_t n_io, cap_io;
-    int64_t *dims;   size_t n_dims, cap_dims;  /* symbolic dim k stored as -(k+1)-2^40 */
-    bp__inplace *inpl; size_t n_inpl, cap_inpl;
-    int64_t *sym_val; size_t cap_sym_val;      /* bound value per symbol, -1 unbound */
-    bp_limits lim;                             /* enforced by the builder (limits.c) */
-    /* built by finalize */
-    bool finalized;
-    int32_t *cons_off;  /* n_t + 1 */
-    int32_t *cons;      /* consumer op ids, one per (op, input slot) */
-    size_t cons_cap_bytes;
-    uint8_t *type_class;  /* per op type id: BP__TYPE_VIEW | BP__TYPE_ELEMENTWISE */
-    size_t type_class_n;
-};
-
-/* BROADCAST: a view whose elements may repeat (strides of 0), so it may
- * claim more bytes than its source holds. */
-enum { BP__TYPE_VIEW = 1, BP__TYPE_ELEMENTWISE = 2, BP__TYPE_BROADCAST = 4 };
-
-#define BP__SYM_BASE (-(INT64_C(1) << 40))
-static inline bool bp__dim_is_sym(int64_t d) { return d <= BP__SYM_BASE; }
-static inline int32_t bp__dim_sym(int64_t d) { return (int32_t)(BP__SYM_BASE - d); }
-
-static inline const int32_t *bp__op_in(const bp_graph *g, int32_t op) { return g->io + g->o[op].io_off; }
-static inline const int32_t *bp__op_out(const bp_graph *g, int32_t op) { return g->io + g->o[op].io_off + g->o[op].n_in; }
-
-/* Class of an op's type, from the table finalize builds (one lookup, no
- * string compares in hot loops). */
-static inline bool bp__op_is_view(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_VIEW; }
-static inline bool bp__op_is_broadcast(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_BROADCAST; }
-static inline bool bp__op_is_elementwise(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_ELEMENTWISE; }
-
-/* True for op types that are views of their first input (the list in docs/ARCHITECTURE.md). */
-bool bp__is_view_type(const char *type);
-/* True for view types that may repeat elements (aten.expand, aten.as_strided). */
-bool bp__is_broadcast_view_type(const char *type);
-/* True for element-wise op types whose output may overwrite an input. */
-bool bp__is_elementwise_type(const char *type);
-/* Reads a bufplan-graph JSON file with explicit limits (graph_json.c). */
-bp_status bp__graph_read_json_lim(const char *path, const bp_limits *lim, const bp_allocator *alloc, bp_graph **out,
-                                  bp_error *err);
-
-/* ------------------------------------------------------------- storages */
-
-/* Alias groups that do not depend on the order: each tensor's root (the end
- * of its view chain, or itself), and which roots live in the arena. */
-typedef struct bp__storage {
-    int32_t *root;       /* n_t: root tensor of each tensor's storage */
-    uint8_t *planned;    /* n_t: 1 when the tensor's storage is in the arena */
-} bp__storage;
-
-bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__storage *st, bp_error *err);
-void bp__storage_free(const bp_graph *g, bp__storage *st);
-/* Union-find root of t in root[], compressing the path. */
-static inline int32_t bp__storage_find(int32_t *root, int32_t t)
-{
-    int32_t r = t;
-    while (root[r] != r) r = root[r];
-    while (root[t] != r) { int32_t n = root[t]; root[t] = r; t = n; }
-    return r;
-}
-
-/* Order-dependent lifetimes of storages: after in-place merging, root[t] may
- * change (a tensor written in place joins its input's storage).  first/last
- * are per tensor (its own lifetime) and sfirst/slast per root (union over
- * members, meaningful where root[t] == t). */
-typedef struct bp__lifetimes {
-    int32_t *step;       /* n_o: step of each op */
-    int32_t *first, *last;    /* n_t: the tensor's own interval */
-    int32_t *root;            /* n_t: storage root after in-place */
-    int32_t *sfirst, *slast;  /* n_t: storage interval (valid for roots) */
-    uint64_t *ssize;          /* n_t: storage bytes (valid for roots) */
-    uint8_t *planned;         /* n_t: storage in the arena */
-} bp__lifetimes;
-
-bp_status bp__lifetimes_compute(const bp_graph *g, const bp_plan_options *o,
-                                const bp__storage *st, const int32_t *order,
-                                bp__lifetimes *lt, bp_error *err);
-void bp__lifetimes_free(const bp_graph *g, bp__lifetimes *lt);
-/* Max over steps of the aligned bytes of planned storages live at a step;
- * *peak_step gets a step where it is reached (may be NULL). */
-uint64_t bp__lifetimes_peak(const bp_graph *g, const bp__lifetimes *lt, uint64_t alignment, int32_t *peak_step);
-
-/* ------------------------------------------------------------ scheduling */
-
-/* Each scheduler fills order[0..n_ops-1].  Dispatch lives in schedule.c. */
-bp_status bp__sched_given(const bp_graph *g, int32_t *order, bp_error *err);
-bp_status bp__sched_kahn(const bp_graph *g, int32_t *order, bp_error *err);
-
-/* ------------------------------------------------------------ assigners */
-
-/* assign.c dispatches bp_assign_intervals(); each strategy fills offsets[]
- * and res->arena_bytes.  Inputs were validated by the dispatcher. */
-bp_status bp__assign_naive(const bp_interval *iv, size_t n, uint64_t *offsets, bp_assign_result *res, bp_error *err);
-bp_status bp__assign_bestfit(const bp_interval *iv, size_t n, const bp_assign_options *o,
-                             uint64_t *offsets, bp_assign_result *res, bp_error *err);
-bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_options *o,
-                            uint64_t *offsets, bp_assign_result *res, bp_error *err);
-
-/* Fence-aware assignment (plan/fences.c): like bestfit, but prefers placing a
- * storage over bytes whose previous tenants' readers all precede the new
- * producer in the dependency order.  iv[i] belongs to storage root roots[i]. */
-bp_status bp__assign_fence_aware(const bp_graph *g, const bp__lifetimes *lt, const bp_interval *iv,
-                                 const int32_t *roots, size_t n, uint64_t *offsets, bp_assign_result *res,
-                                 bp_error *err);
-
-/* ---------------------------------------------------------------- plans */
-
-struct bp_plan {
-    bp_allocator alloc;
-    int32_t n_t, n_o;
-    int32_t *order;          /* n_o */
-    bp_tensor_plan *tp;      /* n_t */
-    bp_event *ev; size_t n_ev, cap_ev;
-    uint64_t alignment;
-    bp_sched_kind sched;
-    bp_assign_kind assign;
-    bp_plan_stats stats;
-};
-
-/* Allocates an empty plan (order/tp arrays sized). */
-bp_plan *bp__plan_alloc(const bp_allocator *a, int32_t n_t, int32_t n_o);
-/* Builds the event table from order and tp (lazy ALLOC, FREE after last use). */
-bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err);
-
 /* ---------------------------------------------------------------- files */
 
 /* Reads a whole file (NUL-terminated). */
@@ -250,9 +96,6 @@ void bp__json_str(FILE *f, const char *s);
 
 /* l, or the defaults when l is NULL (limits.c). */
 const bp_limits *bp__limits(const bp_limits *l);
-/* BP_ERR_LIMIT when the tensors' bytes add up to more than
- * g->lim.max_total_bytes (so the planners' sums cannot overflow). */
-bp_status bp__limits_check_total(const bp_graph *g, bp_error *err);
 
 /* Streaming JSON pre-scan: nesting depth and size, before jansson parses. */
 enum { BP__JSON_SCAN_DEPTH = 1, BP__JSON_SCAN_SIZE = 2 };

@@ -25,7 +25,7 @@
  * dimensions, so its placements hold the smaller tensors) or error.
  * Plans are never made after warm-up, so run time stays predictable.
  */
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 #include "bufplan_dyn.h"
 
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #ifndef BP_EXEC_INTERNAL_H
 #define BP_EXEC_INTERNAL_H
 
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 #include "plan/fences.h"
 
 /* splitmix64's finaliser: a bijective 64-bit mixer. */

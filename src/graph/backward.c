@@ -25,7 +25,7 @@
  * one FLOP per element.  O(tensors + op inputs); on error the graph keeps
  * what was appended so far and should be freed.
  */
-#include "core/internal.h"
+#include "graph/graph_internal.h"
 
 #include <string.h>
 

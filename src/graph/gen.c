@@ -24,7 +24,7 @@
  * 8 bytes per node.  Edges are then directed from the lower to the higher
  * index (a DAG) and turned into an in-CSR.
  */
-#include "core/internal.h"
+#include "graph/graph_internal.h"
 
 #include <stdarg.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * the ops left finds one cycle and the message lists its ops).  Consumers are
  * stored in CSR form (cons_off / cons), one entry per (op, input slot).
  */
-#include "core/internal.h"
+#include "graph/graph_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

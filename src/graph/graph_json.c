@@ -21,6 +21,7 @@
  * significant digits, so read -> write -> read gives the same graph.
  */
 #include "core/json_io.h"
+#include "graph/graph_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>

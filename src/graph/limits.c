@@ -3,7 +3,7 @@
  * read them, and the total-bytes check that keeps the planners' sums from
  * overflowing.
  */
-#include "core/internal.h"
+#include "graph/graph_internal.h"
 #include "bufplan_limits.h"
 
 bp_status bp_graph_set_limits(bp_graph *g, const bp_limits *l, bp_error *err)

@@ -7,7 +7,7 @@
  * graph input (unless plan_inputs).  The schedulers and the lifetimes
  * (plan/lifetime.c) both start from it.
  */
-#include "core/internal.h"
+#include "graph/graph_internal.h"
 
 #include <string.h>
 

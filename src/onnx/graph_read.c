@@ -4,7 +4,7 @@
  * bufplan-graph JSON document (graph/graph_json.c), anything else is read as
  * an ONNX model (when built with ONNX support).
  */
-#include "core/internal.h"
+#include "graph/graph_internal.h"
 #include "bufplan_onnx.h"
 
 #include <errno.h>

@@ -11,6 +11,7 @@
  * order in the file.  Unknown keys and wrong types are errors naming the key.
  */
 #include "core/json_io.h"
+#include "plan/plan_internal.h"
 #include "bufplan_dyn.h"
 
 #include <errno.h>

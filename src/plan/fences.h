@@ -7,7 +7,7 @@
 #ifndef BP_PLAN_FENCES_H
 #define BP_PLAN_FENCES_H
 
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 
 /* ------------------------------------------------------------ reachability */
 
@@ -76,5 +76,12 @@ bp_status bp__fences_build(const bp_allocator *a, int32_t n_ops, const int32_t *
                            int32_t n_ten, const bp__tenant *ten, const int32_t *acc_off, const int32_t *acc,
                            int32_t **fences, size_t *n_fences, size_t *cap, uint64_t *gave_up,
                            bp_error *err);
+
+/* Fence-aware assignment (plan/fences.c): like bestfit, but prefers placing a
+ * storage over bytes whose previous tenants' readers all precede the new
+ * producer in the dependency order.  iv[i] belongs to storage root roots[i]. */
+bp_status bp__assign_fence_aware(const bp_graph *g, const bp__lifetimes *lt, const bp_interval *iv,
+                                 const int32_t *roots, size_t n, uint64_t *offsets, bp_assign_result *res,
+                                 bp_error *err);
 
 #endif /* BP_PLAN_FENCES_H */

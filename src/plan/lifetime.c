@@ -12,7 +12,7 @@
  * 3. The lower bound (bp__lifetimes_peak): a difference array over steps of
  *    the aligned storage sizes, O(T + N).
  */
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 
 #include <string.h>
 

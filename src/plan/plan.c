@@ -11,7 +11,8 @@
  * graph outputs (pinned to the end, owned by the caller) and weights.
  * External inputs get a FREE too (buffer -1), so an engine may release them.
  */
-#include "core/internal.h"
+#include "plan/plan_internal.h"
+#include "plan/fences.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -27,7 +27,7 @@
  * the last rename wins.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 #include "bufplan_dyn.h"
 
 #include <errno.h>

@@ -15,6 +15,7 @@
  * that is bp_verify's job, and the struct built here is what it examines.
  */
 #include "core/json_io.h"
+#include "plan/plan_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>

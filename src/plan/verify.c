@@ -18,7 +18,7 @@
  * 5. the lower bound in the plan's stats equals max live bytes; events do not
  *    allocate after first use or free before last use.
  */
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

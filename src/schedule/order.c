@@ -6,7 +6,7 @@
  * kahn:  FIFO topological order: ops become ready when their last producer
  *        runs, and run in the order they became ready (ties by op id).
  */
-#include "core/internal.h"
+#include "graph/graph_internal.h"
 #include "schedule/schedule_internal.h"
 
 bp_status bp__sched_given(const bp_graph *g, int32_t *order, bp_error *err)

@@ -4,7 +4,7 @@
  * through the budget search (budget.c), which calls the memory-aware
  * schedulers (greedy.c, best.c, optimal.c).
  */
-#include "core/internal.h"
+#include "graph/graph_internal.h"
 #include "schedule/schedule_internal.h"
 
 bp_status bp_schedule(const bp_graph *g, const bp_plan_options *opts, int32_t *order, bp_error *err)

@@ -11,7 +11,7 @@
 #ifndef BP_SCHEDULE_INTERNAL_H
 #define BP_SCHEDULE_INTERNAL_H
 
-#include "core/internal.h"
+#include "graph/graph_internal.h"
 #include "bufplan_sched.h"
 
 enum { BP__SF_PINNED = 1, BP__SF_EXTLIVE = 2 };
@@ -234,5 +234,11 @@ bp_status bp__sched_budget(const bp__sgraph *sg, uint64_t budget, int32_t *order
  * shapes (FLOPs and bytes by op type).  cost gets n_ops entries. */
 void bp__op_costs(const bp_graph *g, double *cost);
 double bp__op_cost(const bp_graph *g, int32_t op);
+
+/* ------------------------------------------------------------ scheduling */
+
+/* Each scheduler fills order[0..n_ops-1].  Dispatch lives in schedule.c. */
+bp_status bp__sched_given(const bp_graph *g, int32_t *order, bp_error *err);
+bp_status bp__sched_kahn(const bp_graph *g, int32_t *order, bp_error *err);
 
 #endif /* BP_SCHEDULE_INTERNAL_H */

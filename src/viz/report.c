@@ -8,7 +8,7 @@
  * strategy never hides the others.  The table is written as text, CSV or
  * JSON, and as an SVG bar chart (one group per scheduler).
  */
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 #include "core/progress.h"
 #include "bufplan_viz.h"
 #include "viz/viz_internal.h"

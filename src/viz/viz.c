@@ -26,7 +26,7 @@
  * naming its columns, or JSON events; docs/VIZ.md): tenants are ALLOC..FREE
  * per tensor, placed at the offset the file gives or else the plan's.
  */
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 #include "core/json_io.h"
 #include "core/progress.h"
 #include "bufplan_viz.h"

@@ -4,7 +4,7 @@
  * graphs load with the op and tensor counts of their README table. */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 
 #include <dirent.h>
 #include <math.h>

@@ -41,7 +41,9 @@ def allowed(a, b):
 
 # ---- objects of the library: folder/file -> defined and undefined symbols
 objdir = os.path.join(build, "CMakeFiles", "bufplan_obj.dir", "src")
-objs = sorted(glob.glob(os.path.join(objdir, "*", "*.o")))
+# objects whose source still exists (a build folder keeps those of removed files)
+objs = sorted(o for o in glob.glob(os.path.join(objdir, "*", "*.o"))
+              if os.path.exists(os.path.join(src, "src", os.path.relpath(o, objdir)[:-len(".o")])))
 if not objs:
     sys.exit(f"check_layers: no objects under {objdir} (build the library first)")
 defs, uses = {}, {}

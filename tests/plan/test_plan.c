@@ -5,7 +5,7 @@
  * bestfit never above naive — plus broken plans the verifier must reject.
  */
 #include "check.h"
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 
 #include <bufplan.h>
 

@@ -6,7 +6,7 @@
  * still verifies. */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 
 #include <unistd.h>
 

@@ -4,7 +4,7 @@
  * best <= every baseline; budgets (fit and the documented failure message);
  * makespan against hand-computed values; the alpha sweep; bad input. */
 #include "sched_testutil.h"
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 #include "schedule/schedule_internal.h"
 
 /* Evaluator == bp__lifetimes_peak; step model == evaluator where exact. */

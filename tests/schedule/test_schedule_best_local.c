@@ -8,7 +8,7 @@
  * peak of any order: checked against random orders of random graphs, and
  * an order `best` calls optimal is never beaten by one of them. */
 #include "sched_testutil.h"
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 #include "schedule/schedule_internal.h"
 
 static void peak_count(bp__eval *ev, const int32_t *order, int32_t n, uint64_t *prof, uint64_t *pk, int32_t *cnt)

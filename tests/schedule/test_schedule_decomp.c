@@ -18,7 +18,7 @@
  *    is below it, `best` reports the proof; same seed and limit, same
  *    order from `best`. */
 #include "sched_testutil.h"
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 #include "schedule/schedule_internal.h"
 #include "sched_bruteforce.h"
 

@@ -11,7 +11,7 @@
  * with random tie-breaks, on random graphs and on generated models.
  * The step model's last-toucher lookup is checked against a scan too. */
 #include "sched_testutil.h"
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 #include "schedule/schedule_internal.h"
 
 /* (key, tie, op) of a before b */

@@ -4,7 +4,7 @@
  * it where the step model is exact; `best` must find it too; where the
  * model is not exact, neither may claim a proof it does not have. */
 #include "sched_testutil.h"
-#include "core/internal.h"
+#include "plan/plan_internal.h"
 #include "schedule/schedule_internal.h"
 #include "sched_bruteforce.h"
 

@@ -1,0 +1,106 @@
+/*
+ * graph_internal.h — the graph's own layout (tensors, ops, interned names,
+ * symbols, consumers in CSR form) and the order-independent storages (view
+ * roots), shared by every stage from graph/ up.  Not installed.
+ */
+#ifndef BP_GRAPH_INTERNAL_H
+#define BP_GRAPH_INTERNAL_H
+
+#include "core/internal.h"
+
+/* ----------------------------------------------------------------- graph */
+
+typedef struct bp__tensor {
+    uint64_t bytes;        /* 0 when dynamic with unbound symbols */
+    int32_t producer;      /* op id or -1 */
+    int32_t view_of;       /* tensor id or -1 */
+    uint32_t dims_off;     /* index into g->dims */
+    uint8_t rank;          /* 0 with has_shape = scalar */
+    uint8_t dtype;         /* bp_dtype */
+    uint8_t flags;         /* BP_TENSOR_* */
+    uint8_t has_shape : 1, dynamic : 1, is_const : 1;
+} bp__tensor;
+
+typedef struct bp__op {
+    uint32_t io_off;       /* inputs then outputs in g->io */
+    uint16_t n_in, n_out;
+    int32_t type;          /* id in g->types */
+    double cost;           /* <= 0: unknown */
+} bp__op;
+
+typedef struct bp__inplace {
+    int32_t op, out, in;
+} bp__inplace;
+
+struct bp_graph {
+    bp_allocator alloc;
+    char *name;
+    bp__names tnames, onames, types, syms;
+    bp__tensor *t;   size_t n_t, cap_t;
+    bp__op *o;       size_t n_o, cap_o;
+    int32_t *io;     size_t n_io, cap_io;
+    int64_t *dims;   size_t n_dims, cap_dims;  /* symbolic dim k stored as -(k+1)-2^40 */
+    bp__inplace *inpl; size_t n_inpl, cap_inpl;
+    int64_t *sym_val; size_t cap_sym_val;      /* bound value per symbol, -1 unbound */
+    bp_limits lim;                             /* enforced by the builder (limits.c) */
+    /* built by finalize */
+    bool finalized;
+    int32_t *cons_off;  /* n_t + 1 */
+    int32_t *cons;      /* consumer op ids, one per (op, input slot) */
+    size_t cons_cap_bytes;
+    uint8_t *type_class;  /* per op type id: BP__TYPE_VIEW | BP__TYPE_ELEMENTWISE */
+    size_t type_class_n;
+};
+
+/* BROADCAST: a view whose elements may repeat (strides of 0), so it may
+ * claim more bytes than its source holds. */
+enum { BP__TYPE_VIEW = 1, BP__TYPE_ELEMENTWISE = 2, BP__TYPE_BROADCAST = 4 };
+
+#define BP__SYM_BASE (-(INT64_C(1) << 40))
+static inline bool bp__dim_is_sym(int64_t d) { return d <= BP__SYM_BASE; }
+static inline int32_t bp__dim_sym(int64_t d) { return (int32_t)(BP__SYM_BASE - d); }
+
+static inline const int32_t *bp__op_in(const bp_graph *g, int32_t op) { return g->io + g->o[op].io_off; }
+static inline const int32_t *bp__op_out(const bp_graph *g, int32_t op) { return g->io + g->o[op].io_off + g->o[op].n_in; }
+
+/* Class of an op's type, from the table finalize builds (one lookup, no
+ * string compares in hot loops). */
+static inline bool bp__op_is_view(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_VIEW; }
+static inline bool bp__op_is_broadcast(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_BROADCAST; }
+static inline bool bp__op_is_elementwise(const bp_graph *g, int32_t op) { return g->type_class[g->o[op].type] & BP__TYPE_ELEMENTWISE; }
+
+/* True for op types that are views of their first input (the list in docs/ARCHITECTURE.md). */
+bool bp__is_view_type(const char *type);
+/* True for view types that may repeat elements (aten.expand, aten.as_strided). */
+bool bp__is_broadcast_view_type(const char *type);
+/* True for element-wise op types whose output may overwrite an input. */
+bool bp__is_elementwise_type(const char *type);
+/* Reads a bufplan-graph JSON file with explicit limits (graph_json.c). */
+bp_status bp__graph_read_json_lim(const char *path, const bp_limits *lim, const bp_allocator *alloc, bp_graph **out,
+                                  bp_error *err);
+
+/* ------------------------------------------------------------- storages */
+
+/* Alias groups that do not depend on the order: each tensor's root (the end
+ * of its view chain, or itself), and which roots live in the arena. */
+typedef struct bp__storage {
+    int32_t *root;       /* n_t: root tensor of each tensor's storage */
+    uint8_t *planned;    /* n_t: 1 when the tensor's storage is in the arena */
+} bp__storage;
+
+bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__storage *st, bp_error *err);
+void bp__storage_free(const bp_graph *g, bp__storage *st);
+/* Union-find root of t in root[], compressing the path. */
+static inline int32_t bp__storage_find(int32_t *root, int32_t t)
+{
+    int32_t r = t;
+    while (root[r] != r) r = root[r];
+    while (root[t] != r) { int32_t n = root[t]; root[t] = r; t = n; }
+    return r;
+}
+
+/* BP_ERR_LIMIT when the tensors' bytes add up to more than
+ * g->lim.max_total_bytes (so the planners' sums cannot overflow). */
+bp_status bp__limits_check_total(const bp_graph *g, bp_error *err);
+
+#endif /* BP_GRAPH_INTERNAL_H */

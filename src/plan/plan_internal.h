@@ -1,0 +1,51 @@
+/*
+ * plan_internal.h — lifetimes for an order (lifetime.c), the plan object and
+ * its event table (plan.c), shared by plan/ and the stages above it.  Not
+ * installed.
+ */
+#ifndef BP_PLAN_INTERNAL_H
+#define BP_PLAN_INTERNAL_H
+
+#include "graph/graph_internal.h"
+
+/* Order-dependent lifetimes of storages: after in-place merging, root[t] may
+ * change (a tensor written in place joins its input's storage).  first/last
+ * are per tensor (its own lifetime) and sfirst/slast per root (union over
+ * members, meaningful where root[t] == t). */
+typedef struct bp__lifetimes {
+    int32_t *step;       /* n_o: step of each op */
+    int32_t *first, *last;    /* n_t: the tensor's own interval */
+    int32_t *root;            /* n_t: storage root after in-place */
+    int32_t *sfirst, *slast;  /* n_t: storage interval (valid for roots) */
+    uint64_t *ssize;          /* n_t: storage bytes (valid for roots) */
+    uint8_t *planned;         /* n_t: storage in the arena */
+} bp__lifetimes;
+
+bp_status bp__lifetimes_compute(const bp_graph *g, const bp_plan_options *o,
+                                const bp__storage *st, const int32_t *order,
+                                bp__lifetimes *lt, bp_error *err);
+void bp__lifetimes_free(const bp_graph *g, bp__lifetimes *lt);
+/* Max over steps of the aligned bytes of planned storages live at a step;
+ * *peak_step gets a step where it is reached (may be NULL). */
+uint64_t bp__lifetimes_peak(const bp_graph *g, const bp__lifetimes *lt, uint64_t alignment, int32_t *peak_step);
+
+/* ---------------------------------------------------------------- plans */
+
+struct bp_plan {
+    bp_allocator alloc;
+    int32_t n_t, n_o;
+    int32_t *order;          /* n_o */
+    bp_tensor_plan *tp;      /* n_t */
+    bp_event *ev; size_t n_ev, cap_ev;
+    uint64_t alignment;
+    bp_sched_kind sched;
+    bp_assign_kind assign;
+    bp_plan_stats stats;
+};
+
+/* Allocates an empty plan (order/tp arrays sized). */
+bp_plan *bp__plan_alloc(const bp_allocator *a, int32_t n_t, int32_t n_o);
+/* Builds the event table from order and tp (lazy ALLOC, FREE after last use). */
+bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err);
+
+#endif /* BP_PLAN_INTERNAL_H */
