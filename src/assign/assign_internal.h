@@ -159,4 +159,15 @@ bp_status bp__assign_bestfit(const bp_interval *iv, size_t n, const bp_assign_op
 bp_status bp__assign_search(const bp_interval *iv, size_t n, const bp_assign_options *o,
                             uint64_t *offsets, bp_assign_result *res, bp_error *err);
 
+/* sweep.c: max-live of the intervals (0 when n is 0); false on OOM. */
+bool bp__assign_max_live(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t *out);
+/* sweep.c: the highest byte used by pre-placed intervals (validated: no overflow). */
+uint64_t bp__assign_fixed_top(const bp_interval *iv, size_t n);
+
+/* search.c: the branch-and-bound from the incumbent in offsets/res (which it
+ * only ever improves), started at t0 (bp__now()); the rest as
+ * bp__assign_search_ex. */
+bp_status bp__assign_search_core(const bp_interval *iv, size_t n, const bp_assign_options *o, uint64_t max_nodes,
+                                 double t0, uint64_t *offsets, bp_assign_result *res, bp_error *err);
+
 #endif
