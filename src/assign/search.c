@@ -1,7 +1,13 @@
 /*
- * assign_search.c — exact anytime search for the smallest arena.
+ * search.c — exact anytime search for the smallest arena.
  *
- * The incumbent is bestfit's result, then (kept only when smaller)
+ * This file is longer than 1,200 lines on purpose: it is one search over one
+ * context (sr_ctx), and its ~60 static helpers (placement, section bounds,
+ * the lowest-floor inference, the node loop) are inlined into the node loop;
+ * split across files they would become calls on the hot path and a header
+ * exposing the context to the rest of assign/.
+ *
+ * The incumbent (search_driver.c) is bestfit's result, then (kept only when smaller)
  * bestfit's quality mode: every order, and the canonical greedy with
  * squeaky-wheel passes on a larger deterministic work budget, cut short
  * only at a tenth of the time limit.  Above 200,000 intervals that
@@ -1433,6 +1439,63 @@ static void sr_free(sr_ctx *c)
 }
 
 /* Builds sections, overlaps, parts and preorders.  Returns false on OOM. */
+/* sr_build, the sections: segments between consecutive distinct time points,
+ * each section's total and crossing counts, and the buffers per section.
+ * *cross_out (n_cross entries) is the caller's to free, also on failure. */
+static bool sr_build_sections(sr_ctx *c, const bp__tp *tp, uint32_t nt, uint32_t **cross_out, size_t *n_cross)
+{
+    const bp_allocator *a = c->a;
+    uint32_t k = c->k;
+    /* sections: segments between consecutive distinct time points */
+    uint32_t sec = 0;
+    for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+        if (e > 0 && tp[e].t != tp[e - 1].t) sec++;
+        if (tp[e].end) c->shi[tp[e].b] = sec; else c->slo[tp[e].b] = sec;
+    }
+    c->n_sec = sec + 1;
+    c->sec_total0 = bp__calloc(a, c->n_sec + 1, sizeof *c->sec_total0);
+    c->floor_ = bp__calloc(a, c->n_sec + 1, sizeof *c->floor_);
+    c->total = bp__calloc(a, c->n_sec + 1, sizeof *c->total);
+    *n_cross = c->n_sec + 2;
+    uint32_t *cross = *cross_out = bp__calloc(a, *n_cross, sizeof *cross);
+    c->cross0 = bp__calloc(a, c->n_sec + 2, sizeof *c->cross0);
+    c->cross = bp__calloc(a, c->n_sec + 2, sizeof *c->cross);
+    if (!c->cross0 || !c->cross || !c->sec_total0 || !c->floor_ || !c->total || !cross) return false;
+    for (uint32_t b = 0; b < k; b++) {
+        for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_total0[s] += c->size[b];
+        /* b crosses the boundaries slo+1 .. shi-1 */
+        if (c->slo[b] + 1 < c->shi[b]) { cross[c->slo[b] + 1]++; cross[c->shi[b]]--; }
+    }
+    {
+        int32_t run = 0;
+        for (uint32_t s = 0; s < c->n_sec; s++) { run += (int32_t)cross[s]; c->cross0[s] = run; }
+    }
+    /* buffers per section, for the lowest-floor inference (skipped when the
+     * lists would be large) */
+    {
+        uint64_t tot = 0;
+        for (uint32_t b = 0; b < k; b++) tot += c->shi[b] - c->slo[b];
+        c->stamp = bp__calloc(a, c->n_sec + 1, sizeof *c->stamp);
+        c->wit = bp__calloc(a, c->n_sec + 1, sizeof *c->wit);
+        c->sec_off = bp__calloc(a, c->n_sec + 2, sizeof *c->sec_off);
+        if (!c->stamp || !c->wit || !c->sec_off) return false;
+        if (tot <= 20000000) {
+            c->sec_buf = bp__alloc(a, (tot ? tot : 1) * sizeof *c->sec_buf);
+            if (!c->sec_buf) return false;
+            c->n_sec_buf = tot ? tot : 1;
+            for (uint32_t b = 0; b < k; b++) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_off[s + 1]++;
+            for (uint32_t s = 0; s < c->n_sec; s++) c->sec_off[s + 1] += c->sec_off[s];
+            uint32_t *cur = bp__alloc(a, (c->n_sec + 1) * sizeof *cur);
+            if (!cur) return false;
+            memcpy(cur, c->sec_off, (c->n_sec + 1) * sizeof *cur);
+            for (uint32_t b = 0; b < k; b++) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_buf[cur[s]++] = b;
+            for (uint32_t s = 0; s < c->n_sec; s++) if (c->sec_off[s] < c->sec_off[s + 1]) c->wit[s] = c->sec_buf[c->sec_off[s]];
+            bp__free(a, cur, (c->n_sec + 1) * sizeof *cur);
+        }
+    }
+    return true;
+}
+
 static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
 {
     const bp_allocator *a = c->a;
@@ -1499,53 +1562,7 @@ static bool sr_build(sr_ctx *c, const bp_interval *iv, size_t n)
         if (x->alignment > 1) g = sr_gcd(g, x->alignment);
     }
     c->g = g ? g : 1;
-    /* sections: segments between consecutive distinct time points */
-    uint32_t sec = 0;
-    for (size_t e = 0; e < 2 * (size_t)nt; e++) {
-        if (e > 0 && tp[e].t != tp[e - 1].t) sec++;
-        if (tp[e].end) c->shi[tp[e].b] = sec; else c->slo[tp[e].b] = sec;
-    }
-    c->n_sec = sec + 1;
-    c->sec_total0 = bp__calloc(a, c->n_sec + 1, sizeof *c->sec_total0);
-    c->floor_ = bp__calloc(a, c->n_sec + 1, sizeof *c->floor_);
-    c->total = bp__calloc(a, c->n_sec + 1, sizeof *c->total);
-    n_cross = c->n_sec + 2;
-    cross = bp__calloc(a, n_cross, sizeof *cross);
-    c->cross0 = bp__calloc(a, c->n_sec + 2, sizeof *c->cross0);
-    c->cross = bp__calloc(a, c->n_sec + 2, sizeof *c->cross);
-    if (!c->cross0 || !c->cross || !c->sec_total0 || !c->floor_ || !c->total || !cross) goto out;
-    for (uint32_t b = 0; b < k; b++) {
-        for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_total0[s] += c->size[b];
-        /* b crosses the boundaries slo+1 .. shi-1 */
-        if (c->slo[b] + 1 < c->shi[b]) { cross[c->slo[b] + 1]++; cross[c->shi[b]]--; }
-    }
-    {
-        int32_t run = 0;
-        for (uint32_t s = 0; s < c->n_sec; s++) { run += (int32_t)cross[s]; c->cross0[s] = run; }
-    }
-    /* buffers per section, for the lowest-floor inference (skipped when the
-     * lists would be large) */
-    {
-        uint64_t tot = 0;
-        for (uint32_t b = 0; b < k; b++) tot += c->shi[b] - c->slo[b];
-        c->stamp = bp__calloc(a, c->n_sec + 1, sizeof *c->stamp);
-        c->wit = bp__calloc(a, c->n_sec + 1, sizeof *c->wit);
-        c->sec_off = bp__calloc(a, c->n_sec + 2, sizeof *c->sec_off);
-        if (!c->stamp || !c->wit || !c->sec_off) goto out;
-        if (tot <= 20000000) {
-            c->sec_buf = bp__alloc(a, (tot ? tot : 1) * sizeof *c->sec_buf);
-            if (!c->sec_buf) goto out;
-            c->n_sec_buf = tot ? tot : 1;
-            for (uint32_t b = 0; b < k; b++) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_off[s + 1]++;
-            for (uint32_t s = 0; s < c->n_sec; s++) c->sec_off[s + 1] += c->sec_off[s];
-            uint32_t *cur = bp__alloc(a, (c->n_sec + 1) * sizeof *cur);
-            if (!cur) goto out;
-            memcpy(cur, c->sec_off, (c->n_sec + 1) * sizeof *cur);
-            for (uint32_t b = 0; b < k; b++) for (uint32_t s = c->slo[b]; s < c->shi[b]; s++) c->sec_buf[cur[s]++] = b;
-            for (uint32_t s = 0; s < c->n_sec; s++) if (c->sec_off[s] < c->sec_off[s + 1]) c->wit[s] = c->sec_buf[c->sec_off[s]];
-            bp__free(a, cur, (c->n_sec + 1) * sizeof *cur);
-        }
-    }
+    if (!sr_build_sections(c, tp, nt, &cross, &n_cross)) goto out;
     /* overlaps (bp__assign_overlaps); up to SR_BITSET_MAX buffers the
      * free-free ones go straight into the bitset rows (with their counts in
      * ov_off): no lists */
