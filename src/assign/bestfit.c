@@ -584,6 +584,134 @@ bp_status bp__assign_bestfit(const bp_interval *iv, size_t n, const bp_assign_op
     return bp__assign_bestfit_ex(iv, n, o, 0, 0, offsets, res, err);
 }
 
+/* The interval tree over ranks of distinct lowers.  qa[i] = rank of
+ * lower; work[i] = rank of upper = number of distinct lowers < upper. */
+static bool bf_build_tree(bf_ctx *c, const int64_t *U, const uint32_t *order, uint64_t *work)
+{
+    const bp_allocator *a = c->a;
+    size_t n = c->n;
+    uint32_t m = c->m;
+    uint32_t T = 0;
+    for (uint32_t p = 0; p < m; p++) {
+        if (p == 0 || c->L[p] != c->L[p - 1]) T++;
+        c->qa[c->by_lower[p]] = T - 1;
+    }
+    for (uint32_t p = m, end = m; p-- > 0;) {
+        if (p + 1 < m && c->L[p] != c->L[p + 1]) end = p + 1;
+        c->after[c->by_lower[p]] = end;
+    }
+    /* uppers ascending against the distinct lowers, by merging */
+    uint32_t r = 0, p2 = 0;
+    for (uint32_t q = 0; q < m; q++) {
+        int64_t u = U[q];
+        while (p2 < m && c->L[p2] < u) { if (p2 == 0 || c->L[p2] != c->L[p2 - 1]) r++; p2++; }
+        work[order[q]] = r;
+    }
+    c->T2 = 1;
+    while (c->T2 < T) c->T2 *= 2;
+    c->noff = bp__calloc(a, 2 * c->T2 + 1, sizeof *c->noff);
+    uint32_t *nodeof = bp__alloc(a, n * sizeof *nodeof);
+    size_t n_ent = 0;
+    if (!c->noff || !nodeof) { bp__free(a, nodeof, n * sizeof *nodeof); return false; }
+    for (uint32_t p = 0; p < m; p++) {
+        uint32_t i = c->by_lower[p];
+        uint64_t qa = c->qa[i], qb = work[i];
+        if (qb <= qa) { nodeof[i] = 0; continue; } /* holds no query point */
+        uint64_t r2 = qb - 1;
+        size_t v = qa == r2 ? c->T2 + qa : (c->T2 + qa) >> (64 - __builtin_clzll(qa ^ r2));
+        nodeof[i] = (uint32_t)v;
+        c->noff[v + 1]++;
+        n_ent++;
+    }
+    for (size_t v = 0; v < 2 * c->T2; v++) c->noff[v + 1] += c->noff[v];
+    c->n_ent = n_ent;   /* the size the arrays are freed with */
+    c->A = bp__alloc(a, (n_ent ? n_ent : 1) * sizeof *c->A);
+    c->B = bp__alloc(a, (n_ent ? n_ent : 1) * sizeof *c->B);
+    if (!c->A || !c->B) { bp__free(a, nodeof, n * sizeof *nodeof); return false; }
+    /* fill: A by lower ascending, B by upper descending; noff[v] is used
+     * as the cursor and restored afterwards */
+    for (uint32_t p = 0; p < m; p++) {
+        uint32_t i = c->by_lower[p];
+        if (!nodeof[i]) continue;
+        bf_ent e = { c->qa[i], i };
+        c->A[c->noff[nodeof[i]]++] = e;
+    }
+    for (size_t v = 2 * c->T2; v > 0; v--) c->noff[v] = c->noff[v - 1];
+    c->noff[0] = 0;
+    for (uint32_t q = m; q-- > 0;) {
+        uint32_t i = order[q];
+        if (!nodeof[i]) continue;
+        bf_ent e = { (uint32_t)work[i], i };
+        c->B[c->noff[nodeof[i]]++] = e;
+    }
+    for (size_t v = 2 * c->T2; v > 0; v--) c->noff[v] = c->noff[v - 1];
+    c->noff[0] = 0;
+    bp__free(a, nodeof, n * sizeof *nodeof);
+    return true;
+}
+
+/* After the size-ordered runs: for small inputs search's decision probes
+ * and the skyline constructions, or the canonical greedy (and, with
+ * pre-placed buffers, the improvement phase).  *best and offsets improve
+ * only; returns -1 on OOM. */
+static int bf_finish(const bf_ctx *c, const bp_interval *iv, size_t n, uint32_t m, uint32_t n_free, const int64_t *U,
+                     uint64_t lb, int quality, double deadline, uint64_t *offsets, uint64_t *best_io)
+{
+    const bp_allocator *a = c->a;
+    /* Small inputs: the improvement phase (assign_improve.c).  Without
+     * pre-placed buffers search's decision probes run first, then the
+     * skyline constructions; otherwise (pre-placed buffers, or too many
+     * overlapping pairs for the skyline) the canonical greedy runs and, with
+     * pre-placed buffers, the search over orders follows.  Search's
+     * incumbent phase (quality) runs the greedy only, as before. */
+    bool small = !quality && n_free == m && n_free <= BF_SKYLINE_MAX;
+    /* First, decision probes of search's depth-first search at max-live
+     * (they find the packings at the bound that the constructions miss on
+     * MiniMalloc's F-K, and then the constructions need not run).  A probe
+     * that finds nothing leaves offsets[] as they were, so running it
+     * before the constructions changes no result.  The budget: see
+     * BF_PROBE_WORK. */
+    if (*best_io > lb && small) {
+        uint64_t segs = bf_segments(c->L, U, m);
+        double nodes = BF_PROBE_WORK / ((double)segs + BF_PROBE_SEG0);
+        if ((double)segs + BF_PROBE_SEG0 > BF_PROBE_SEG1) nodes *= BF_PROBE_SEG1 / ((double)segs + BF_PROBE_SEG0);
+        if (nodes > BF_PROBE_MAX_M * m) nodes = BF_PROBE_MAX_M * m;
+        uint64_t budget = (uint64_t)nodes;
+        bp__probe steps[2] = {
+            { lb, BF_PROBE_ORDER_A, (int64_t)(BF_PROBE_TWA_M * m) },
+            { lb, BF_PROBE_ORDER_B, (int64_t)(BF_PROBE_TCA_M * m) },
+        };
+        if (budget >= m && bp__assign_search_probe(a, iv, n, steps, 2, budget, offsets, best_io, NULL) < 0) return -1;
+    }
+    bool sky = false;   /* the skyline constructions ran */
+    if (*best_io > lb && small) {
+        /* The constructions on the input get a tenth of the budget (enough
+         * for those that end at their bound there: ONNX's densenet121), the
+         * chains (bf_chains) the rest; without chains the input gets it all. */
+        uint64_t iw = bf_improve_work(n, BF_IMPROVE_WORK);
+        uint64_t pre = iw * BF_IMPROVE_PRE / 1000;
+        int g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, pre, 0, offsets, best_io);
+        if (g < 0) return -1;
+        sky = g == 0;
+        if (sky && *best_io > lb) {
+            g = bf_chains(a, iv, n, m, lb, iw - pre, offsets, best_io);
+            if (g == 0) g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, iw - pre, 0, offsets, best_io);
+            if (g < 0) return -1;
+        }
+    }
+    if (*best_io > lb && !sky && n_free <= (quality ? BF_GREEDY_MAX_SEARCH : BF_GREEDY_MAX) &&
+        (!deadline || bp__now() < deadline)) {
+        uint64_t wk = quality ? BF_GREEDY_WORK_SEARCH : BF_GREEDY_WORK;
+        int g = bp__assign_greedy(a, iv, n, lb, wk, deadline, offsets, best_io);
+        if (g < 0) return -1;
+        if (*best_io > lb && !quality && n_free < m) {
+            g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, bf_improve_work(n, BF_IMPROVE_WORK_FIXED), 0, offsets, best_io);
+            if (g < 0) return -1;
+        }
+    }
+    return 0;
+}
+
 bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, int quality,
                                 double deadline, uint64_t *offsets, bp_assign_result *res, bp_error *err)
 {
@@ -621,7 +749,6 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
      * memory are a good part of the time-order pass's cost at 10^7) */
     uint32_t *order = NULL;
     int64_t *U = NULL;
-    uint32_t *nodeof = NULL;
     if (!c.by_lower || !c.L || !key || !tk || !ti || !work) goto oom;
 
     /* positions by lower */
@@ -685,67 +812,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
         /* the skyline constructions follow: two orders are enough */
         if (n_free == m && n_free <= BF_SKYLINE_MAX && n_orders > BF_SIZE_RUNS_SMALL) n_orders = BF_SIZE_RUNS_SMALL;
     }
-    /* The interval tree over ranks of distinct lowers.  qa[i] = rank of
-     * lower; work[i] = rank of upper = number of distinct lowers < upper. */
-    {
-        uint32_t T = 0;
-        for (uint32_t p = 0; p < m; p++) {
-            if (p == 0 || c.L[p] != c.L[p - 1]) T++;
-            c.qa[c.by_lower[p]] = T - 1;
-        }
-        for (uint32_t p = m, end = m; p-- > 0;) {
-            if (p + 1 < m && c.L[p] != c.L[p + 1]) end = p + 1;
-            c.after[c.by_lower[p]] = end;
-        }
-        /* uppers ascending against the distinct lowers, by merging */
-        uint32_t r = 0, p2 = 0;
-        for (uint32_t q = 0; q < m; q++) {
-            int64_t u = U[q];
-            while (p2 < m && c.L[p2] < u) { if (p2 == 0 || c.L[p2] != c.L[p2 - 1]) r++; p2++; }
-            work[order[q]] = r;
-        }
-        c.T2 = 1;
-        while (c.T2 < T) c.T2 *= 2;
-        c.noff = bp__calloc(a, 2 * c.T2 + 1, sizeof *c.noff);
-        nodeof = bp__alloc(a, n * sizeof *nodeof);
-        size_t n_ent = 0;
-        if (!c.noff || !nodeof) goto oom;
-        for (uint32_t p = 0; p < m; p++) {
-            uint32_t i = c.by_lower[p];
-            uint64_t qa = c.qa[i], qb = work[i];
-            if (qb <= qa) { nodeof[i] = 0; continue; } /* holds no query point */
-            uint64_t r2 = qb - 1;
-            size_t v = qa == r2 ? c.T2 + qa : (c.T2 + qa) >> (64 - __builtin_clzll(qa ^ r2));
-            nodeof[i] = (uint32_t)v;
-            c.noff[v + 1]++;
-            n_ent++;
-        }
-        for (size_t v = 0; v < 2 * c.T2; v++) c.noff[v + 1] += c.noff[v];
-        c.n_ent = n_ent;   /* the size the arrays are freed with */
-        c.A = bp__alloc(a, (n_ent ? n_ent : 1) * sizeof *c.A);
-        c.B = bp__alloc(a, (n_ent ? n_ent : 1) * sizeof *c.B);
-        if (!c.A || !c.B) goto oom;
-        /* fill: A by lower ascending, B by upper descending; noff[v] is used
-         * as the cursor and restored afterwards */
-        for (uint32_t p = 0; p < m; p++) {
-            uint32_t i = c.by_lower[p];
-            if (!nodeof[i]) continue;
-            bf_ent e = { c.qa[i], i };
-            c.A[c.noff[nodeof[i]]++] = e;
-        }
-        for (size_t v = 2 * c.T2; v > 0; v--) c.noff[v] = c.noff[v - 1];
-        c.noff[0] = 0;
-        for (uint32_t q = m; q-- > 0;) {
-            uint32_t i = order[q];
-            if (!nodeof[i]) continue;
-            bf_ent e = { (uint32_t)work[i], i };
-            c.B[c.noff[nodeof[i]]++] = e;
-        }
-        for (size_t v = 2 * c.T2; v > 0; v--) c.noff[v] = c.noff[v - 1];
-        c.noff[0] = 0;
-        bp__free(a, nodeof, n * sizeof *nodeof);
-        nodeof = NULL;
-    }
+    if (!bf_build_tree(&c, U, order, work)) goto oom;
     memcpy(work, offsets, n * sizeof *work);
 
     /* More orders on smaller inputs; one run costs O(n log n + overlaps). */
@@ -789,57 +856,7 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
             memcpy(offsets, work, n * sizeof *offsets);
         }
     }
-    /* Small inputs: the improvement phase (assign_improve.c).  Without
-     * pre-placed buffers search's decision probes run first, then the
-     * skyline constructions; otherwise (pre-placed buffers, or too many
-     * overlapping pairs for the skyline) the canonical greedy runs and, with
-     * pre-placed buffers, the search over orders follows.  Search's
-     * incumbent phase (quality) runs the greedy only, as before. */
-    bool small = !quality && n_free == m && n_free <= BF_SKYLINE_MAX;
-    /* First, decision probes of search's depth-first search at max-live
-     * (they find the packings at the bound that the constructions miss on
-     * MiniMalloc's F-K, and then the constructions need not run).  A probe
-     * that finds nothing leaves offsets[] as they were, so running it
-     * before the constructions changes no result.  The budget: see
-     * BF_PROBE_WORK. */
-    if (best > lb && small) {
-        uint64_t segs = bf_segments(c.L, U, m);
-        double nodes = BF_PROBE_WORK / ((double)segs + BF_PROBE_SEG0);
-        if ((double)segs + BF_PROBE_SEG0 > BF_PROBE_SEG1) nodes *= BF_PROBE_SEG1 / ((double)segs + BF_PROBE_SEG0);
-        if (nodes > BF_PROBE_MAX_M * m) nodes = BF_PROBE_MAX_M * m;
-        uint64_t budget = (uint64_t)nodes;
-        bp__probe steps[2] = {
-            { lb, BF_PROBE_ORDER_A, (int64_t)(BF_PROBE_TWA_M * m) },
-            { lb, BF_PROBE_ORDER_B, (int64_t)(BF_PROBE_TCA_M * m) },
-        };
-        if (budget >= m && bp__assign_search_probe(a, iv, n, steps, 2, budget, offsets, &best, NULL) < 0) goto oom;
-    }
-    bool sky = false;   /* the skyline constructions ran */
-    if (best > lb && small) {
-        /* The constructions on the input get a tenth of the budget (enough
-         * for those that end at their bound there: ONNX's densenet121), the
-         * chains (bf_chains) the rest; without chains the input gets it all. */
-        uint64_t iw = bf_improve_work(n, BF_IMPROVE_WORK);
-        uint64_t pre = iw * BF_IMPROVE_PRE / 1000;
-        int g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, pre, 0, offsets, &best);
-        if (g < 0) goto oom;
-        sky = g == 0;
-        if (sky && best > lb) {
-            g = bf_chains(a, iv, n, m, lb, iw - pre, offsets, &best);
-            if (g == 0) g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, iw - pre, 0, offsets, &best);
-            if (g < 0) goto oom;
-        }
-    }
-    if (best > lb && !sky && n_free <= (quality ? BF_GREEDY_MAX_SEARCH : BF_GREEDY_MAX) &&
-        (!deadline || bp__now() < deadline)) {
-        uint64_t wk = quality ? BF_GREEDY_WORK_SEARCH : BF_GREEDY_WORK;
-        int g = bp__assign_greedy(a, iv, n, lb, wk, deadline, offsets, &best);
-        if (g < 0) goto oom;
-        if (best > lb && !quality && n_free < m) {
-            g = bp__assign_improve(a, iv, n, lb, BF_IMPROVE_PAIRS, bf_improve_work(n, BF_IMPROVE_WORK_FIXED), 0, offsets, &best);
-            if (g < 0) goto oom;
-        }
-    }
+    if (bf_finish(&c, iv, n, m, n_free, U, lb, quality, deadline, offsets, &best) < 0) goto oom;
     res->arena_bytes = best;
     goto done;
 oom:
@@ -853,7 +870,6 @@ done:
     bp__free(a, c.noff, (2 * c.T2 + 1) * sizeof *c.noff);
     bp__free(a, c.A, (c.n_ent ? c.n_ent : 1) * sizeof *c.A);
     bp__free(a, c.B, (c.n_ent ? c.n_ent : 1) * sizeof *c.B);
-    bp__free(a, nodeof, n * sizeof *nodeof);
     bp__free(a, c.conf, c.conf_cap * sizeof *c.conf);
     bp__free(a, c.tmp, c.tmp_cap * sizeof *c.tmp);
     bp__free(a, key, (size_t)m * sizeof *key);
