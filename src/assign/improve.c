@@ -570,6 +570,151 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
     return bp__assign_improve_ex(a, iv, n, lb, max_pairs, work, deadline, IM_SKY_BUILD_SHARE, offsets, arena);
 }
 
+/* Without pre-placed buffers: skyline constructions (fixed, then random
+ * weights) on build_share per mille of the budget, a decision probe of
+ * search between the two phases, then ruin and recreate from the best
+ * packing.  best, *best_ar and *improved are updated; false on OOM. */
+static bool im_skyline_phase(im_ctx *c, const bp_interval *iv, size_t n, uint64_t lb, const bp__tp *tp, uint32_t nt,
+                             uint64_t work, double deadline, unsigned build_share, const uint64_t *offsets,
+                             uint64_t *best, uint64_t *best_ar, bool *improved, uint64_t *rng)
+{
+    const bp_allocator *a = c->a;
+    uint32_t k = c->k;
+    im_sky y;
+    memset(&y, 0, sizeof y);
+    size_t np = 2 * (size_t)k;
+    y.tpt = bp__alloc(a, (np + 1) * sizeof *y.tpt);
+    y.ls = bp__alloc(a, (size_t)k * sizeof *y.ls);
+    y.us = bp__alloc(a, ((size_t)k + 1) * sizeof *y.us);
+    y.P = 1;
+    while (y.P < np) y.P *= 2;
+    size_t mn_cap = 2 * (size_t)y.P + 4;   /* enough for any S <= np (P shrinks to fit S below), and 4 past h[S] */
+    y.mn = bp__alloc(a, mn_cap * sizeof *y.mn);
+    y.head = bp__alloc(a, np * sizeof *y.head);
+    y.nx = bp__alloc(a, ((size_t)k + 1) * sizeof *y.nx);
+    y.pv = bp__alloc(a, ((size_t)k + 1) * sizeof *y.pv);
+    y.byus = bp__alloc(a, (size_t)k * sizeof *y.byus);
+    y.R = bp__calloc(a, np, sizeof *y.R);
+    y.R0 = bp__calloc(a, np, sizeof *y.R0);
+    y.f = bp__alloc(a, (np + 1) * sizeof *y.f);
+    y.fc = bp__alloc(a, (np + 1) * sizeof *y.fc);
+    y.keep = bp__alloc(a, (size_t)k * sizeof *y.keep);
+    y.dlen = bp__alloc(a, (size_t)k * sizeof *y.dlen);
+    y.szn = bp__alloc(a, (size_t)k * sizeof *y.szn);
+    y.dsz = bp__alloc(a, (size_t)k * sizeof *y.dsz);
+    bool ok = y.byus && y.mn && y.tpt && y.ls && y.us && y.head && y.nx && y.pv && y.R && y.R0 &&
+              y.f && y.fc && y.keep && y.dlen && y.szn && y.dsz;
+    if (ok) {
+        /* tp[] holds the sorted end points: distinct times */
+        uint32_t T = 0;
+        uint64_t mx = 1;
+        for (size_t e = 0; e < 2 * (size_t)nt; e++) {
+            if (T == 0 || tp[e].t != y.tpt[T - 1]) y.tpt[T++] = tp[e].t;
+            if (tp[e].end) y.us[tp[e].b] = T - 1; else y.ls[tp[e].b] = T - 1;
+        }
+        for (uint32_t b = 0; b < k; b++) if (c->size[b] > mx) mx = c->size[b];
+        y.inv_max = 1.0 / (double)mx;
+        y.us[k] = UINT32_MAX;   /* the lists' sentinel ends past every stretch */
+        for (uint32_t b = 0; b < k; b++) {
+            y.dlen[b] = (double)(y.tpt[y.us[b]] - y.tpt[y.ls[b]]);
+            y.dsz[b] = (double)c->size[b];
+            y.szn[b] = y.dsz[b] * y.inv_max;
+        }
+        /* by upper descending: the end points in reverse */
+        uint32_t nq = 0;
+        for (size_t e = 2 * (size_t)nt; e-- > 0;)
+            if (tp[e].end) y.byus[nq++] = tp[e].b;
+        y.S = T - 1;
+        y.P = 1;
+        while (y.P < y.S) y.P *= 2;
+        y.h = y.mn + y.P;
+        /* bytes live in each segment: a construction stops when a
+         * segment's level plus its unplaced bytes passes the cutoff */
+        for (uint32_t b = 0; b < k; b++)
+            for (uint32_t s = y.ls[b]; s < y.us[b]; s++) y.R0[s] += c->size[b];
+        c->work += np;
+        /* fixed weights, then random ones; every other random
+         * construction perturbs the weights of the best so far */
+        double w[IM_W], bw[IM_W] = {0};
+        bool have_bw = false;
+        /* constructions on build_share per mille of the budget, then
+         * ruin and recreate on the rest */
+        uint64_t build_work = work / 1000 * (build_share < 1000 ? build_share : 1000);
+        for (uint64_t it = 0; c->work < build_work && *best_ar > lb; it++) {
+            if (deadline > 0 && (it & 7) == 7 && bp__now() >= deadline) break;
+            for (int q = 0; q < IM_W; q++) {
+                double r = (double)(im_rand(rng) >> 11) * (1.0 / 9007199254740992.0);
+                if (it < IM_N_RULES) w[q] = im_rules[it][q];
+                else if (have_bw && (it & 1)) w[q] = bw[q] + 0.2 * (r - 0.5) < 0 ? 0 : bw[q] + 0.2 * (r - 0.5);
+                else w[q] = q == 4 ? 0.3 * r : r;   /* noise: a tie-breaker, not the rule */
+            }
+            /* two fills, then a pick */
+            uint64_t ar = im_sky_build(c, &y, w, it % 3 != 2, rng, *best_ar - 1, NULL, 0);
+            if (ar < *best_ar) {
+                *best_ar = ar;
+                *improved = true;
+                memcpy(best, c->off, (size_t)k * sizeof *best);
+                memcpy(bw, w, sizeof bw);
+                have_bw = true;
+            }
+        }
+        /* A decision probe of search between the two phases (see
+         * IM_PROBE_PCT), when the constructions left the arena far
+         * above max-live: its nodes come out of ruin and recreate's
+         * budget when it finds a packing. */
+        uint64_t pcap = lb + lb / 100 * IM_PROBE_PCT;
+        if (build_share > 0 && lb < UINT64_MAX / 4 && *best_ar > pcap + pcap / 100 * IM_PROBE_GAIN_PCT &&
+            c->work < work) {
+            int pr = im_probe(c, iv, n, lb, *improved ? best : NULL, offsets, best_ar, best);
+            if (pr < 0) ok = false;
+            else if (pr > 0) *improved = true;
+        }
+        /* Ruin and recreate, from the best packing: the buffers ending
+         * above a random level (20-90% below the arena) are placed again
+         * by a construction (random weights) on top of the rest; a
+         * packing no higher replaces the current one (walks along
+         * plateaus). */
+        uint64_t cur_ar = *best_ar;
+        for (uint32_t b = 0; b < k; b++) c->cur[b] = *improved ? best[b] : offsets[c->orig[b]];
+        for (uint64_t it = 0; ok && c->work < work && *best_ar > lb; it++) {
+            if (deadline > 0 && (it & 7) == 7 && bp__now() >= deadline) break;
+            for (int q = 0; q < IM_W; q++) {
+                double r = (double)(im_rand(rng) >> 11) * (1.0 / 9007199254740992.0);
+                w[q] = q == 4 ? 0.3 * r : r;
+            }
+            uint64_t r = im_rand(rng);
+            double u = IM_RUIN_LO + (IM_RUIN_HI - IM_RUIN_LO) * (double)(r >> 11) * (1.0 / 9007199254740992.0);
+            uint64_t theta = cur_ar - (uint64_t)((double)cur_ar * u);
+            uint64_t ar = im_sky_build(c, &y, w, r % 3 != 2, rng, cur_ar, c->cur, theta);
+            if (ar == UINT64_MAX) continue;
+            memcpy(c->cur, c->off, (size_t)k * sizeof *c->cur);
+            cur_ar = ar;
+            if (ar < *best_ar) {
+                *best_ar = ar;
+                *improved = true;
+                memcpy(best, c->off, (size_t)k * sizeof *best);
+            }
+        }
+    }
+    bp__free(a, y.tpt, (np + 1) * sizeof *y.tpt);
+    bp__free(a, y.ls, (size_t)k * sizeof *y.ls);
+    bp__free(a, y.us, ((size_t)k + 1) * sizeof *y.us);
+    bp__free(a, y.mn, mn_cap * sizeof *y.mn);
+    bp__free(a, y.head, np * sizeof *y.head);
+    bp__free(a, y.nx, ((size_t)k + 1) * sizeof *y.nx);
+    bp__free(a, y.pv, ((size_t)k + 1) * sizeof *y.pv);
+    bp__free(a, y.byus, (size_t)k * sizeof *y.byus);
+    bp__free(a, y.R, np * sizeof *y.R);
+    bp__free(a, y.R0, np * sizeof *y.R0);
+    bp__free(a, y.f, (np + 1) * sizeof *y.f);
+    bp__free(a, y.fc, (np + 1) * sizeof *y.fc);
+    bp__free(a, y.keep, (size_t)k * sizeof *y.keep);
+    bp__free(a, y.dlen, (size_t)k * sizeof *y.dlen);
+    bp__free(a, y.szn, (size_t)k * sizeof *y.szn);
+    bp__free(a, y.dsz, (size_t)k * sizeof *y.dsz);
+    return ok;
+}
+
 int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t max_pairs,
                           uint64_t work, double deadline, unsigned build_share, uint64_t *offsets, uint64_t *arena)
 {
@@ -613,141 +758,9 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
     best = bp__alloc(a, (size_t)k * sizeof *best);
     if (!best) goto out;
     uint64_t rng = UINT64_C(0x9e3779b97f4a7c15);
-    if (nf == 0) {
-        im_sky y;
-        memset(&y, 0, sizeof y);
-        size_t np = 2 * (size_t)k;
-        y.tpt = bp__alloc(a, (np + 1) * sizeof *y.tpt);
-        y.ls = bp__alloc(a, (size_t)k * sizeof *y.ls);
-        y.us = bp__alloc(a, ((size_t)k + 1) * sizeof *y.us);
-        y.P = 1;
-        while (y.P < np) y.P *= 2;
-        size_t mn_cap = 2 * (size_t)y.P + 4;   /* enough for any S <= np (P shrinks to fit S below), and 4 past h[S] */
-        y.mn = bp__alloc(a, mn_cap * sizeof *y.mn);
-        y.head = bp__alloc(a, np * sizeof *y.head);
-        y.nx = bp__alloc(a, ((size_t)k + 1) * sizeof *y.nx);
-        y.pv = bp__alloc(a, ((size_t)k + 1) * sizeof *y.pv);
-        y.byus = bp__alloc(a, (size_t)k * sizeof *y.byus);
-        y.R = bp__calloc(a, np, sizeof *y.R);
-        y.R0 = bp__calloc(a, np, sizeof *y.R0);
-        y.f = bp__alloc(a, (np + 1) * sizeof *y.f);
-        y.fc = bp__alloc(a, (np + 1) * sizeof *y.fc);
-        y.keep = bp__alloc(a, (size_t)k * sizeof *y.keep);
-        y.dlen = bp__alloc(a, (size_t)k * sizeof *y.dlen);
-        y.szn = bp__alloc(a, (size_t)k * sizeof *y.szn);
-        y.dsz = bp__alloc(a, (size_t)k * sizeof *y.dsz);
-        bool ok = y.byus && y.mn && y.tpt && y.ls && y.us && y.head && y.nx && y.pv && y.R && y.R0 &&
-                  y.f && y.fc && y.keep && y.dlen && y.szn && y.dsz;
-        if (ok) {
-            /* tp[] holds the sorted end points: distinct times */
-            uint32_t T = 0;
-            uint64_t mx = 1;
-            for (size_t e = 0; e < 2 * (size_t)nt; e++) {
-                if (T == 0 || tp[e].t != y.tpt[T - 1]) y.tpt[T++] = tp[e].t;
-                if (tp[e].end) y.us[tp[e].b] = T - 1; else y.ls[tp[e].b] = T - 1;
-            }
-            for (uint32_t b = 0; b < k; b++) if (c.size[b] > mx) mx = c.size[b];
-            y.inv_max = 1.0 / (double)mx;
-            y.us[k] = UINT32_MAX;   /* the lists' sentinel ends past every stretch */
-            for (uint32_t b = 0; b < k; b++) {
-                y.dlen[b] = (double)(y.tpt[y.us[b]] - y.tpt[y.ls[b]]);
-                y.dsz[b] = (double)c.size[b];
-                y.szn[b] = y.dsz[b] * y.inv_max;
-            }
-            /* by upper descending: the end points in reverse */
-            uint32_t nq = 0;
-            for (size_t e = 2 * (size_t)nt; e-- > 0;)
-                if (tp[e].end) y.byus[nq++] = tp[e].b;
-            y.S = T - 1;
-            y.P = 1;
-            while (y.P < y.S) y.P *= 2;
-            y.h = y.mn + y.P;
-            /* bytes live in each segment: a construction stops when a
-             * segment's level plus its unplaced bytes passes the cutoff */
-            for (uint32_t b = 0; b < k; b++)
-                for (uint32_t s = y.ls[b]; s < y.us[b]; s++) y.R0[s] += c.size[b];
-            c.work += np;
-            /* fixed weights, then random ones; every other random
-             * construction perturbs the weights of the best so far */
-            double w[IM_W], bw[IM_W] = {0};
-            bool have_bw = false;
-            /* constructions on build_share per mille of the budget, then
-             * ruin and recreate on the rest */
-            uint64_t build_work = work / 1000 * (build_share < 1000 ? build_share : 1000);
-            for (uint64_t it = 0; c.work < build_work && best_ar > lb; it++) {
-                if (deadline > 0 && (it & 7) == 7 && bp__now() >= deadline) break;
-                for (int q = 0; q < IM_W; q++) {
-                    double r = (double)(im_rand(&rng) >> 11) * (1.0 / 9007199254740992.0);
-                    if (it < IM_N_RULES) w[q] = im_rules[it][q];
-                    else if (have_bw && (it & 1)) w[q] = bw[q] + 0.2 * (r - 0.5) < 0 ? 0 : bw[q] + 0.2 * (r - 0.5);
-                    else w[q] = q == 4 ? 0.3 * r : r;   /* noise: a tie-breaker, not the rule */
-                }
-                /* two fills, then a pick */
-                uint64_t ar = im_sky_build(&c, &y, w, it % 3 != 2, &rng, best_ar - 1, NULL, 0);
-                if (ar < best_ar) {
-                    best_ar = ar;
-                    improved = true;
-                    memcpy(best, c.off, (size_t)k * sizeof *best);
-                    memcpy(bw, w, sizeof bw);
-                    have_bw = true;
-                }
-            }
-            /* A decision probe of search between the two phases (see
-             * IM_PROBE_PCT), when the constructions left the arena far
-             * above max-live: its nodes come out of ruin and recreate's
-             * budget when it finds a packing. */
-            uint64_t pcap = lb + lb / 100 * IM_PROBE_PCT;
-            if (build_share > 0 && lb < UINT64_MAX / 4 && best_ar > pcap + pcap / 100 * IM_PROBE_GAIN_PCT &&
-                c.work < work) {
-                int pr = im_probe(&c, iv, n, lb, improved ? best : NULL, offsets, &best_ar, best);
-                if (pr < 0) ok = false;
-                else if (pr > 0) improved = true;
-            }
-            /* Ruin and recreate, from the best packing: the buffers ending
-             * above a random level (20-90% below the arena) are placed again
-             * by a construction (random weights) on top of the rest; a
-             * packing no higher replaces the current one (walks along
-             * plateaus). */
-            uint64_t cur_ar = best_ar;
-            for (uint32_t b = 0; b < k; b++) c.cur[b] = improved ? best[b] : offsets[c.orig[b]];
-            for (uint64_t it = 0; ok && c.work < work && best_ar > lb; it++) {
-                if (deadline > 0 && (it & 7) == 7 && bp__now() >= deadline) break;
-                for (int q = 0; q < IM_W; q++) {
-                    double r = (double)(im_rand(&rng) >> 11) * (1.0 / 9007199254740992.0);
-                    w[q] = q == 4 ? 0.3 * r : r;
-                }
-                uint64_t r = im_rand(&rng);
-                double u = IM_RUIN_LO + (IM_RUIN_HI - IM_RUIN_LO) * (double)(r >> 11) * (1.0 / 9007199254740992.0);
-                uint64_t theta = cur_ar - (uint64_t)((double)cur_ar * u);
-                uint64_t ar = im_sky_build(&c, &y, w, r % 3 != 2, &rng, cur_ar, c.cur, theta);
-                if (ar == UINT64_MAX) continue;
-                memcpy(c.cur, c.off, (size_t)k * sizeof *c.cur);
-                cur_ar = ar;
-                if (ar < best_ar) {
-                    best_ar = ar;
-                    improved = true;
-                    memcpy(best, c.off, (size_t)k * sizeof *best);
-                }
-            }
-        }
-        bp__free(a, y.tpt, (np + 1) * sizeof *y.tpt);
-        bp__free(a, y.ls, (size_t)k * sizeof *y.ls);
-        bp__free(a, y.us, ((size_t)k + 1) * sizeof *y.us);
-        bp__free(a, y.mn, mn_cap * sizeof *y.mn);
-        bp__free(a, y.head, np * sizeof *y.head);
-        bp__free(a, y.nx, ((size_t)k + 1) * sizeof *y.nx);
-        bp__free(a, y.pv, ((size_t)k + 1) * sizeof *y.pv);
-        bp__free(a, y.byus, (size_t)k * sizeof *y.byus);
-        bp__free(a, y.R, np * sizeof *y.R);
-        bp__free(a, y.R0, np * sizeof *y.R0);
-        bp__free(a, y.f, (np + 1) * sizeof *y.f);
-        bp__free(a, y.fc, (np + 1) * sizeof *y.fc);
-        bp__free(a, y.keep, (size_t)k * sizeof *y.keep);
-        bp__free(a, y.dlen, (size_t)k * sizeof *y.dlen);
-        bp__free(a, y.szn, (size_t)k * sizeof *y.szn);
-        bp__free(a, y.dsz, (size_t)k * sizeof *y.dsz);
-        if (!ok) goto out;
-    }
+    if (nf == 0 && !im_skyline_phase(&c, iv, n, lb, tp, nt, work, deadline, build_share, offsets, best, &best_ar,
+                                     &improved, &rng))
+        goto out;
     /* Without pre-placed buffers the skyline had the whole budget; with
      * them, the search over orders below does. */
     if (nf == 0) goto finish;
