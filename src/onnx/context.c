@@ -150,7 +150,9 @@ int64_t bp__ox_fresh(bp__ox *c, const char *hint, int k)
 
 const char *bp__ox_sym_name(const bp__ox *c, int64_t d)
 {
-    return d < 0 ? bp__names_get(&c->syms, (int32_t)(-d - 1)) : "";
+    if (d >= 0) return "";
+    if (d < -(int64_t)c->syms.n) return "?";   /* not a symbol of this import */
+    return bp__names_get(&c->syms, (int32_t)(-d - 1));
 }
 
 bp_status bp__ox_set_shape(bp__ox *c, int32_t t, bp_dtype dt, int rank, const int64_t *dims, bp_error *err)
@@ -159,6 +161,14 @@ bp_status bp__ox_set_shape(bp__ox *c, int32_t t, bp_dtype dt, int rank, const in
     if (rank > BP__OX_MAX_RANK)
         return bp__err(err, BP_ERR_LIMIT, "%s: tensor \"%s\": rank %d is over the limit of %d", c->file,
                        bp__names_get(&c->tn, t), rank, BP__OX_MAX_RANK);
+    /* A dimension is a size (>= 0) or the code of a symbol this import made
+     * (-1 .. -n_syms).  Anything else is a negative or wrapped value that an
+     * input's values produced (OneHot depth -1, a negative split): an error
+     * naming the tensor, never a symbol id read out of bounds. */
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < -(int64_t)c->syms.n)
+            return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\": dimension %d would be %lld, which is negative (check the values "
+                           "that define its shape)", c->file, bp__names_get(&c->tn, t), i, (long long)dims[i]);
     x->dtype = (uint8_t)dt;
     x->inferred = 1;
     if (rank < 0) { x->rank = -1; return BP_OK; }
