@@ -159,7 +159,7 @@ bool bp__ox_ints_of(const bp__ox_op *x, int32_t t, int64_t *out, size_t cap, siz
     if (!v || v->n > cap) return false;
     for (uint32_t i = 0; i < v->n; i++) {
         if (bp__ox_val_has_sym(v, i)) return false;
-        out[i] = v->is_float ? (int64_t)v->f[i] : v->i[i];
+        out[i] = v->is_float ? bp__ox_f2i(v->f[i]) : v->i[i];
     }
     *n = v->n;
     return true;

@@ -44,8 +44,14 @@ static bool int_apply(int code, int64_t a, int64_t b, bool fmod_, int64_t *r)
         return true;
     case OP_POW: {
         if (b < 0) return false;
-        int64_t p = 1;
-        for (int64_t i = 0; i < b; i++) if (__builtin_mul_overflow(p, a, &p)) return false;
+        /* by squaring: O(log b), whatever exponent the model gives */
+        int64_t p = 1, base = a;
+        if (a == 0 || a == 1) { *r = b == 0 ? 1 : a; return true; }
+        if (a == -1) { *r = (b & 1) ? -1 : 1; return true; }
+        for (int64_t e = b; e > 0; e >>= 1) {
+            if ((e & 1) && __builtin_mul_overflow(p, base, &p)) return false;
+            if (e > 1 && __builtin_mul_overflow(base, base, &base)) return false;
+        }
         *r = p;
         return true;
     }
@@ -107,7 +113,7 @@ static bp_status fold_nary(bp__ox_op *x, int code, const int32_t *ids, int n, bp
         bool fsym = false;
         int32_t sym0 = bp__ox_val_has_sym(v0, (uint32_t)i0) ? v0->sym[i0] : -1;
         double af = bp__ox_val_f(v0, (uint32_t)i0);
-        int64_t ai = v0->is_float ? (int64_t)v0->f[i0] : v0->i[i0];
+        int64_t ai = v0->is_float ? bp__ox_f2i(v0->f[i0]) : v0->i[i0];
         for (int q = 1; q < n && ok; q++) {
             const bp__ox_val *v = bp__ox_vals(x, ids[q]);
             int64_t iq = bp__ox_bidx(od, r, bp__ox_shape(x, ids[q]), bp__ox_rank(x, ids[q]), o);
@@ -115,7 +121,7 @@ static bp_status fold_nary(bp__ox_op *x, int code, const int32_t *ids, int n, bp
             if (sym0 >= 0 || symq >= 0) {
                 /* symbolic operands: identities keep the symbol, equal
                  * symbols compare, anything else becomes a fresh symbol */
-                int64_t bi = v->is_float ? (int64_t)v->f[iq] : v->i[iq];
+                int64_t bi = v->is_float ? bp__ox_f2i(v->f[iq]) : v->i[iq];
                 if (symq < 0 && ((code == OP_ADD || code == OP_SUB) && bi == 0)) continue;
                 if (symq < 0 && ((code == OP_MUL || code == OP_DIV) && bi == 1)) continue;
                 if (sym0 < 0 && code == OP_ADD && ai == 0 && !fsym) { sym0 = symq; continue; }
@@ -148,7 +154,7 @@ static bp_status fold_nary(bp__ox_op *x, int code, const int32_t *ids, int n, bp
             if (res_float || in_float) {
                 double b = bp__ox_val_f(v, (uint32_t)iq);
                 if (!flt_apply(code == OP_MEAN ? OP_ADD : code, af, b, fm, &af)) ok = false;
-                ai = (int64_t)af;
+                ai = bp__ox_f2i(af);
             } else {
                 int64_t b = v->i[iq];
                 if (!int_apply(code == OP_MEAN ? OP_ADD : code, ai, b, fm, &ai)) ok = false;
@@ -168,7 +174,7 @@ static bp_status fold_nary(bp__ox_op *x, int code, const int32_t *ids, int n, bp
         } else if (res_float) {
             w->f[o] = af;
         } else {
-            w->i[o] = cmp ? (in_float ? (af != 0) : ai) : (in_float ? (int64_t)af : ai);
+            w->i[o] = cmp ? (in_float ? (af != 0) : ai) : (in_float ? bp__ox_f2i(af) : ai);
         }
     }
     bp_status s = ok ? bp__ox_fold_set(x, 0, res_float, (size_t)total, w) : BP_OK;

@@ -321,7 +321,7 @@ bp_status bp__ox_inf_onehot(bp__ox_op *x)
     size_t n;
     int64_t depth;
     const bp__ox_val *v = bp__ox_vals(x, bp__ox_in(x, 1));
-    if (v && v->n == 1 && !bp__ox_val_has_sym(v, 0)) depth = v->is_float ? (int64_t)v->f[0] : v->i[0];
+    if (v && v->n == 1 && !bp__ox_val_has_sym(v, 0)) depth = v->is_float ? bp__ox_f2i(v->f[0]) : v->i[0];
     else if (bp__ox_ints_of(x, bp__ox_in(x, 1), dv, 1, &n)) depth = dv[0];
     else BP__OX_FRESH(depth, 0, r);
     int64_t ax = bp__ox_norm_axis(bp__ox_attr_i(x, "axis", -1), r + 1);

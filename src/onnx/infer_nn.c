@@ -333,8 +333,9 @@ bp_status bp__ox_inf_resize(bp__ox_op *x)
             int64_t q = bp__ox_norm_axis(axes[i], r);
             if (q < 0 || q >= r) return bp__ox_bad(x, "axis out of range");
             if (d[q] < 0) { if (sc[i] != 1) BP__OX_FRESH(d[q], 0, (int)q); continue; }
+            if (!(sc[i] > 0 && sc[i] <= 1e30)) return bp__ox_bad(x, "a scale is not a positive number below 1e30");
             float prod = (float)d[q] * (float)sc[i];   /* single precision, as onnx */
-            d[q] = (int64_t)floorf(prod);
+            d[q] = bp__ox_f2i(floorf(prod));
         }
     }
     bp_status s = bp__ox_set_out(x, 0, dt, r, d);

@@ -388,5 +388,16 @@ bp_status bp__ox_infer_nodes(bp__ox *c, const int32_t *order, bp_error *err);
  * the last n_outputs kept value infos as graph outputs, then the ops; fills the byte stats. */
 bp_status bp__ox_build_graph(bp__ox *c, size_t n_outputs, bp_graph **out, bp_error *err);
 
+/* A double as int64 without undefined behaviour: truncated toward zero,
+ * saturated at the int64 range; NaN gives INT64_MIN (never a valid size, so a
+ * shape made from it is rejected). */
+static inline int64_t bp__ox_f2i(double f)
+{
+    if (f != f) return INT64_MIN;
+    if (f >= 9223372036854775807.0) return INT64_MAX;
+    if (f <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)f;
+}
+
 #endif /* BP_HAVE_ONNX */
 #endif /* BP_ONNX_INTERNAL_H */

@@ -1,7 +1,9 @@
-# Crafted ONNX models whose values drive a shape negative (OneHot with depth
+# Crafted ONNX models: values that drive a shape negative (OneHot with depth
 # -1 or INT64_MIN) are refused with exit 2 and a message naming the tensor,
-# never a crash or a symbol id read out of bounds.  Models are written with
-# python3-onnx at run time.
+# never a crash or a symbol id read out of bounds; constant folding that
+# would loop on the input's values (Pow with exponent INT64_MAX) or convert an
+# out-of-range float (1e38, NaN) finishes without undefined behaviour.
+# Models are written with python3-onnx at run time.
 . "$(dirname "$0")/harness.bash"
 PY=""
 for p in /usr/bin/python3 python3; do "$p" -c "import onnx, numpy" 2>/dev/null && { PY=$p; break; }; done
@@ -17,10 +19,29 @@ for name, depth in [("onehot_m1", -1), ("onehot_min", -2**63)]:
                           initializer=[numpy_helper.from_array(np.array([depth], dtype=np.int64), "depth"),
                                        numpy_helper.from_array(np.array([0, 1], dtype=np.float32), "values")])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
+def const(name, arr):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(arr, name + "_v"))
+xf = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+models = {
+    "pow_loop": [const("b", np.array([1], dtype=np.int64)), const("e", np.array([2**63 - 1], dtype=np.int64)),
+                 helper.make_node("Pow", ["b", "e"], ["p"]), helper.make_node("Concat", ["p", "p"], ["s"], axis=0),
+                 helper.make_node("Reshape", ["x", "s"], ["y"])],
+    "cast_big": [const("f", np.array([1e38, 1e38], dtype=np.float32)), helper.make_node("Add", ["f", "f"], ["g"]),
+                 helper.make_node("Cast", ["g"], ["s"], to=TensorProto.INT64), helper.make_node("Reshape", ["x", "s"], ["y"])],
+    "cast_nan": [const("f", np.array([np.nan, 6], dtype=np.float32)),
+                 helper.make_node("Cast", ["f"], ["s"], to=TensorProto.INT64), helper.make_node("Reshape", ["x", "s"], ["y"])],
+}
+for name, nodes in models.items():
+    g = helper.make_graph(nodes, name, [xf], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
 PYEOF
 for m in onehot_m1 onehot_min; do
   rc=0; timeout 20 "$CLI" plan "$tmp/$m.onnx" -q --allow-dynamic 2>"$tmp/err" || rc=$?
   [ "$rc" = 2 ] || bad "$m: exit $rc, expected 2: $(cat "$tmp/err")"
   grep -q 'tensor "y": dimension 1 would be -' "$tmp/err" || bad "$m: message: $(cat "$tmp/err")"
+done
+for m in pow_loop cast_big cast_nan; do
+  rc=0; timeout 20 "$CLI" plan "$tmp/$m.onnx" -q --allow-dynamic 2>"$tmp/err" || rc=$?
+  case $rc in 0|2) ;; *) bad "$m: exit $rc (a crash or a hang): $(cat "$tmp/err")";; esac
 done
 exit $fail
