@@ -35,22 +35,33 @@ static bp_status spatial(bp__ox_op *x, int32_t a, int nsp, const int64_t *k, boo
     }
     for (int i = 0; i < nsp; i++) {
         if (strides[i] <= 0 || dil[i] <= 0) return bp__ox_bad(x, "strides and dilations must be positive");
+        if (pads[i] < 0 || pads[i + nsp] < 0 || opad[i] < 0) return bp__ox_bad(x, "pads and output_padding must not be negative");
         int64_t D = in[i];
         if (D < 0 || k[i] < 0) { BP__OX_FRESH(out_sp[i], which_out, i + 2); continue; }
-        int64_t ek = (k[i] - 1) * dil[i] + 1;
+        /* every step checked: the attributes come from the model */
+        int64_t ek, t, eff;
+        bool ovf = __builtin_mul_overflow(k[i] - 1, dil[i], &ek) || __builtin_add_overflow(ek, 1, &ek);
         if (transpose) {
-            if (same) out_sp[i] = D * strides[i];
-            else out_sp[i] = strides[i] * (D - 1) + opad[i] + ek - pads[i] - pads[i + nsp];
+            if (same) ovf = ovf || __builtin_mul_overflow(D, strides[i], &out_sp[i]);
+            else ovf = ovf || __builtin_mul_overflow(strides[i], D - 1, &t) || __builtin_add_overflow(t, opad[i], &t) ||
+                       __builtin_add_overflow(t, ek, &t) || __builtin_sub_overflow(t, pads[i], &t) ||
+                       __builtin_sub_overflow(t, pads[i + nsp], &out_sp[i]);
         } else if (same) {
-            out_sp[i] = (D + strides[i] - 1) / strides[i];
+            ovf = ovf || __builtin_add_overflow(D, strides[i] - 1, &t);
+            if (!ovf) out_sp[i] = t / strides[i];
         } else if (valid) {
-            out_sp[i] = D - ek + 1 > 0 ? (D - ek + strides[i]) / strides[i] : 0;
+            ovf = ovf || __builtin_sub_overflow(D, ek, &t);
+            if (!ovf) out_sp[i] = t + 1 > 0 ? t / strides[i] + 1 : 0;
         } else {
-            int64_t eff = D + pads[i] + pads[i + nsp] - ek;
-            if (eff < 0) return bp__ox_bad(x, "the kernel (%lld) is larger than the padded input (%lld) on axis %d", (long long)ek,
-                                           (long long)(D + pads[i] + pads[i + nsp]), i + 2);
-            out_sp[i] = (ceil_mode ? (eff + strides[i] - 1) / strides[i] : eff / strides[i]) + 1;
+            ovf = ovf || __builtin_add_overflow(D, pads[i], &t) || __builtin_add_overflow(t, pads[i + nsp], &t) ||
+                  __builtin_sub_overflow(t, ek, &eff);
+            if (!ovf && eff < 0)
+                return bp__ox_bad(x, "the kernel (%lld) is larger than the padded input (%lld) on axis %d", (long long)ek,
+                                  (long long)t, i + 2);
+            if (!ovf && ceil_mode) ovf = __builtin_add_overflow(eff, strides[i] - 1, &eff);
+            if (!ovf) out_sp[i] = eff / strides[i] + 1;
         }
+        if (ovf) return bp__ox_bad(x, "the output size on axis %d overflows 64 bits (pads, strides, dilations or kernel)", i + 2);
         if (out_sp[i] < 0) return bp__ox_bad(x, "negative output size on axis %d", i + 2);
     }
     return BP_OK;

@@ -2,7 +2,9 @@
 # -1 or INT64_MIN) are refused with exit 2 and a message naming the tensor,
 # never a crash or a symbol id read out of bounds; constant folding that
 # would loop on the input's values (Pow with exponent INT64_MAX) or convert an
-# out-of-range float (1e38, NaN) finishes without undefined behaviour.
+# out-of-range float (1e38, NaN) finishes without undefined behaviour; a
+# Conv/Pool whose pads, strides or dilations overflow the output size is an
+# error naming the node.
 # Models are written with python3-onnx at run time.
 . "$(dirname "$0")/harness.bash"
 PY=""
@@ -31,6 +33,16 @@ models = {
     "cast_nan": [const("f", np.array([np.nan, 6], dtype=np.float32)),
                  helper.make_node("Cast", ["f"], ["s"], to=TensorProto.INT64), helper.make_node("Reshape", ["x", "s"], ["y"])],
 }
+x4 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])
+w = numpy_helper.from_array(np.zeros((1, 1, 3, 3), dtype=np.float32), "w")
+I64 = 2**63 - 1
+for name, node, inits in [
+        ("conv_pads", helper.make_node("Conv", ["x", "w"], ["y"], pads=[I64, I64, 0, 0]), [w]),
+        ("conv_dil", helper.make_node("Conv", ["x", "w"], ["y"], dilations=[I64, 1]), [w]),
+        ("convT_stride", helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[I64, 1]), [w]),
+        ("pool_pads", helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], pads=[I64, 0, I64, 0]), [])]:
+    g = helper.make_graph([node], name, [x4], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
 for name, nodes in models.items():
     g = helper.make_graph(nodes, name, [xf], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
@@ -39,6 +51,11 @@ for m in onehot_m1 onehot_min; do
   rc=0; timeout 20 "$CLI" plan "$tmp/$m.onnx" -q --allow-dynamic 2>"$tmp/err" || rc=$?
   [ "$rc" = 2 ] || bad "$m: exit $rc, expected 2: $(cat "$tmp/err")"
   grep -q 'tensor "y": dimension 1 would be -' "$tmp/err" || bad "$m: message: $(cat "$tmp/err")"
+done
+for m in conv_pads conv_dil convT_stride pool_pads; do
+  rc=0; timeout 20 "$CLI" plan "$tmp/$m.onnx" -q --allow-dynamic 2>"$tmp/err" || rc=$?
+  [ "$rc" = 2 ] || bad "$m: exit $rc, expected 2: $(cat "$tmp/err")"
+  grep -q "overflows 64 bits" "$tmp/err" || bad "$m: message: $(cat "$tmp/err")"
 done
 for m in pow_loop cast_big cast_nan; do
   rc=0; timeout 20 "$CLI" plan "$tmp/$m.onnx" -q --allow-dynamic 2>"$tmp/err" || rc=$?
