@@ -165,12 +165,13 @@ bp_status bp__ox_inf_range(bp__ox_op *x)
         double s0 = bp__ox_val_f(vs, 0), l0 = bp__ox_val_f(vl, 0), d0 = bp__ox_val_f(vd, 0);
         if (d0 == 0) return bp__ox_bad(x, "delta is 0");
         double c = ceil((l0 - s0) / d0);
-        n = c > 0 ? (int64_t)c : 0;
+        if (c != c) return bp__ox_bad(x, "start, limit and delta give no length (NaN)");
+        n = c > 0 ? bp__ox_f2i(c) : 0;
     } else {
         int64_t s0 = vs->i[0], l0 = vl->i[0], d0 = vd->i[0];
         if (d0 == 0) return bp__ox_bad(x, "delta is 0");
         double c = ceil(((double)l0 - (double)s0) / (double)d0);
-        n = c > 0 ? (int64_t)c : 0;
+        n = c > 0 ? bp__ox_f2i(c) : 0;
     }
     bp_status s = bp__ox_set_out(x, 0, dt, 1, &n);
     if (s || n > BP__OX_VALUE_LIMIT) return s;

@@ -50,7 +50,8 @@ bp_status bp__ox_inf_concat(bp__ox_op *x)
         }
         first = false;
         if (di[ax] < 0) { nsym++; sym = di[ax]; }
-        else sum += di[ax];
+        else if (__builtin_add_overflow(sum, di[ax], &sum))
+            return bp__ox_bad(x, "the concatenated dimension %lld overflows 64 bits", (long long)ax);
     }
     if (!nsym) d[ax] = sum;
     else if (nsym == 1 && sum == 0) d[ax] = sym;
@@ -141,6 +142,7 @@ bp_status bp__ox_inf_split(bp__ox_op *x)
 /* One sliced dimension's length, ONNX clamping rules. */
 static int64_t slice_len(int64_t D, int64_t st, int64_t en, int64_t step)
 {
+    if (step == INT64_MIN) step = -INT64_MAX;   /* the same elements; -step must not overflow */
     if (step > 0) {
         st = st < 0 ? (st < -D ? 0 : st + D) : (st > D ? D : st);
         en = en < 0 ? (en < -D ? 0 : en + D) : (en > D ? D : en);

@@ -385,9 +385,10 @@ bp_status bp__ox_inf_pad(bp__ox_op *x)
     for (size_t i = 0; i < na; i++) {
         int64_t q = bp__ox_norm_axis(axes[i], r);
         if (q < 0 || q >= r) return bp__ox_bad(x, "axis out of range");
-        int64_t add = pads[i] + pads[i + na];
+        int64_t add;
+        if (__builtin_add_overflow(pads[i], pads[i + na], &add)) return bp__ox_bad(x, "pads on axis %lld overflow 64 bits", (long long)q);
         if (d[q] < 0) { if (add) BP__OX_FRESH(d[q], 0, (int)q); continue; }
-        d[q] += add;
+        if (__builtin_add_overflow(d[q], add, &d[q])) return bp__ox_bad(x, "padding overflows dimension %lld", (long long)q);
         if (d[q] < 0) return bp__ox_bad(x, "padding makes dimension %lld negative", (long long)q);
     }
     bp_status s = bp__ox_set_out(x, 0, dt, r, d);
@@ -402,14 +403,17 @@ bp_status bp__ox_inf_d2s(bp__ox_op *x)
     bp_dtype dt = bp__ox_dt(x, a);
     if (bp__ox_rank(x, a) != 4) return bp__ox_rank(x, a) < 0 ? bp__ox_set_unknown(x, 0, dt) : bp__ox_bad(x, "input must have rank 4");
     int64_t b = bp__ox_attr_i(x, "blocksize", 0);
-    if (b <= 0) return bp__ox_bad(x, "blocksize must be positive");
+    if (b <= 0 || b > ((int64_t)1 << 31)) return bp__ox_bad(x, "blocksize must be in 1..2^31");
     const int64_t *s = bp__ox_shape(x, a);
     int64_t d[4] = {s[0], s[1], s[2], s[3]};
     bool d2s = !strcmp(x->op, "DepthToSpace");
     for (int i = 1; i < 4; i++) {
         if (s[i] < 0) { BP__OX_FRESH(d[i], 0, i); continue; }
-        if (i == 1) d[1] = d2s ? s[1] / (b * b) : s[1] * b * b;
-        else d[i] = d2s ? s[i] * b : s[i] / b;
+        if (i == 1 && !d2s && (__builtin_mul_overflow(s[1], b * b, &d[1])))
+            return bp__ox_bad(x, "the output's channels overflow 64 bits");
+        if (i == 1) d[1] = d2s ? s[1] / (b * b) : d[1];
+        else if (d2s && __builtin_mul_overflow(s[i], b, &d[i])) return bp__ox_bad(x, "dimension %d overflows 64 bits", i);
+        else if (!d2s) d[i] = s[i] / b;
     }
     return bp__ox_set_out(x, 0, dt, 4, d);
 }

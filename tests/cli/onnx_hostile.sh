@@ -43,6 +43,34 @@ for name, node, inits in [
         ("pool_pads", helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], pads=[I64, 0, I64, 0]), [])]:
     g = helper.make_graph([node], name, [x4], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
+from onnx import helper, TensorProto, numpy_helper
+def save(name, nodes, ins, inits=()):  # more hostile models, all named h_*
+    name = "h_" + name
+    g = helper.make_graph(nodes, name, ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=list(inits))
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
+x4 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])
+w = numpy_helper.from_array(np.zeros((1, 1, 3, 3), dtype=np.float32), "w")
+save("conv_pads", [helper.make_node("Conv", ["x", "w"], ["y"], pads=[I64, I64, 0, 0])], [x4], [w])
+save("conv_dil", [helper.make_node("Conv", ["x", "w"], ["y"], dilations=[I64, 1])], [x4], [w])
+save("conv_stride", [helper.make_node("Conv", ["x", "w"], ["y"], strides=[I64, 1])], [x4], [w])
+save("pool_pads", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], pads=[I64, 0, I64, 0])], [x4])
+save("convT_pads", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[I64, 1])], [x4], [w])
+save("s2d", [helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2**32)], [x4])
+xb = helper.make_tensor_value_info("x", TensorProto.BOOL, [2**62])
+save("concat_big", [helper.make_node("Concat", ["x", "x"], ["y"], axis=0)], [xb])
+x1 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [10])
+save("slice_step", [const("st", np.array([0], dtype=np.int64)), const("en", np.array([10], dtype=np.int64)),
+                    const("ax", np.array([0], dtype=np.int64)), const("sp", np.array([-2**63], dtype=np.int64)),
+                    helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [x1])
+save("pad_big", [const("p", np.array([I64, 0], dtype=np.int64)), helper.make_node("Pad", ["x", "p"], ["y"])], [x1])
+save("range_inf", [const("a", np.array(0, dtype=np.float32)), const("b", np.array(np.inf, dtype=np.float32)), const("c", np.array(1, dtype=np.float32)),
+                   helper.make_node("Range", ["a", "b", "c"], ["y"])], [x1])
+save("range_tiny", [const("a", np.array(0, dtype=np.float32)), const("b", np.array(1, dtype=np.float32)), const("c", np.array(1e-38, dtype=np.float32)),
+                   helper.make_node("Range", ["a", "b", "c"], ["y"])], [x1])
+save("range_i64", [const("a", np.array(-2**63, dtype=np.int64)), const("b", np.array(I64, dtype=np.int64)), const("c", np.array(1, dtype=np.int64)),
+                   helper.make_node("Range", ["a", "b", "c"], ["y"])], [x1])
+save("split_neg", [const("sp", np.array([-1, 11], dtype=np.int64)), helper.make_node("Split", ["x", "sp"], ["y", "z"], axis=0)], [x1])
+
 for name, nodes in models.items():
     g = helper.make_graph(nodes, name, [xf], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
@@ -56,6 +84,16 @@ for m in conv_pads conv_dil convT_stride pool_pads; do
   rc=0; timeout 20 "$CLI" plan "$tmp/$m.onnx" -q --allow-dynamic 2>"$tmp/err" || rc=$?
   [ "$rc" = 2 ] || bad "$m: exit $rc, expected 2: $(cat "$tmp/err")"
   grep -q "overflows 64 bits" "$tmp/err" || bad "$m: message: $(cat "$tmp/err")"
+done
+for m in concat_big:"overflows 64 bits" pad_big:"overflows dimension" s2d:"blocksize must be" range_i64:"too large" \
+         range_inf:"too large" split_neg:"negative"; do
+  rc=0; timeout 20 "$CLI" plan "$tmp/h_${m%%:*}.onnx" -q --allow-dynamic 2>"$tmp/err" || rc=$?
+  [ "$rc" = 2 ] || bad "${m%%:*}: exit $rc, expected 2: $(cat "$tmp/err")"
+  grep -q "${m#*:}" "$tmp/err" || bad "${m%%:*}: message: $(cat "$tmp/err")"
+done
+for f in "$tmp"/h_*.onnx; do
+  rc=0; timeout 20 "$CLI" plan "$f" -q --allow-dynamic 2>"$tmp/err" || rc=$?
+  case $rc in 0|2) ;; *) bad "$(basename "$f"): exit $rc (a crash or a hang): $(cat "$tmp/err")";; esac
 done
 for m in pow_loop cast_big cast_nan; do
   rc=0; timeout 20 "$CLI" plan "$tmp/$m.onnx" -q --allow-dynamic 2>"$tmp/err" || rc=$?
