@@ -10,8 +10,8 @@
    internal (bp__) symbol.
 4. Exports: `nm -D` of the shared library shows exactly the functions that
    include/*.h declares with BP_API.
-5. Size: no file under src/ or tools/ over MAX_LINES lines unless its first
-   comment says why ("longer than" in its opener).
+5. Size: no C file (src/, tools/, tests/, bench/, fuzz/, examples/) over
+   MAX_LINES lines unless its first comment says why ("longer than").
 Usage: check_layers.py SRC_DIR BUILD_DIR.  Exit 1 with every violation named.
 """
 import glob, os, re, subprocess, sys
@@ -147,7 +147,8 @@ else:
     bad.append(f"no {so}")
 
 # ---- file sizes
-for path in sorted(glob.glob(os.path.join(src, "src", "*", "*.[ch]")) + glob.glob(os.path.join(src, "tools", "*.[ch]"))):
+sized = [os.path.join(src, "src", "*", "*.[ch]")] + [os.path.join(src, d, "**", "*.[ch]") for d in ("tools", "tests", "bench", "fuzz", "examples")]
+for path in sorted({f for pat in sized for f in glob.glob(pat, recursive=True)}):
     text = open(path, encoding="utf-8").read()
     n = text.count("\n")
     opener = text[:text.find("*/")] if "*/" in text else ""
