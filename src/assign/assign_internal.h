@@ -1,13 +1,20 @@
-/* Private to the assigners (assign*.c): the canonical greedy shared by
- * bestfit and search, the allocator they all work with, and the numbering
- * of end points and overlap lists that the greedy, the improvement phase
- * and search build the same way (assign.c). */
+/* Private to the assigners (src/assign/): the canonical greedy shared by
+ * bestfit and search, the allocator they all work with, the numbering of
+ * end points and overlap lists that the greedy, the improvement phase and
+ * search build the same way (sweep.c), and the pieces of search that its
+ * files share. */
 #ifndef BP_ASSIGN_INTERNAL_H
 #define BP_ASSIGN_INTERNAL_H
 
 #include "graph/graph_internal.h"
 
-/* Canonical greedy with squeaky-wheel reordering (assign_greedy.c) over the
+/* bestfit with options: quality != 0 skips the fast time-order path, tries
+ * every order, and gives the greedy a larger work budget; the deadline
+ * (seconds on bp__now(), 0 = none) only cuts it short. */
+bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, int quality,
+                                double deadline, uint64_t *offsets, bp_assign_result *res, bp_error *err);
+
+/* Canonical greedy with squeaky-wheel reordering (greedy.c) over the
  * intervals with size > 0 (fixed offsets are obstacles).  Runs greedy passes
  * until `work` (overlap visits, a deterministic budget) is spent, the lower
  * bound `lb` is reached, or the clock passes `deadline` (0 = none).  On entry
@@ -16,12 +23,6 @@
  * offsets[] (all n, zero-size ones untouched) and *arena are updated.
  * Returns 0, 1 when the instance has too many overlaps for it (nothing
  * done), or -1 out of memory. */
-/* bestfit with options: quality != 0 skips the fast time-order path, tries
- * every order, and gives the greedy a larger work budget; the deadline
- * (seconds on bp__now(), 0 = none) only cuts it short. */
-bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, int quality,
-                                double deadline, uint64_t *offsets, bp_assign_result *res, bp_error *err);
-
 int bp__assign_greedy(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t work,
                       double deadline, uint64_t *offsets, uint64_t *arena);
 
@@ -32,7 +33,7 @@ static inline const bp_allocator *bp__assign_alloc(const bp_assign_options *o)
     return o && o->alloc ? o->alloc : &bp__libc_allocator;
 }
 
-/* bp_intervals_check (instance_csv.c) with its scratch memory from `a`. */
+/* bp_intervals_check (check.c) with its scratch memory from `a`. */
 bp_status bp__intervals_check_alloc(const bp_allocator *a, const bp_interval *iv, size_t n,
                                     const uint64_t *offsets, uint64_t arena, bp_error *err);
 
@@ -91,7 +92,7 @@ typedef struct bp__overlaps {
 
 int bp__assign_overlaps(const bp_allocator *a, const bp__tp *tp, uint32_t k, uint32_t nf, bp__overlaps *o);
 
-/* Iterated greedy over placement orders (assign_improve.c), from the
+/* Iterated greedy over placement orders (improve.c), from the
  * solution in offsets[] (all n; *arena its arena).  Gives up (returns 1,
  * nothing done) above `max_pairs` pairs of free buffers overlapping in time;
  * otherwise runs until `work` overlap visits are spent, the lower bound
@@ -108,7 +109,7 @@ int bp__assign_improve(const bp_allocator *a, const bp_interval *iv, size_t n, u
 int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t max_pairs,
                           uint64_t work, double deadline, unsigned build_share, uint64_t *offsets, uint64_t *arena);
 
-/* search (assign_search.c) with a budget of max_nodes search nodes over
+/* search (search_driver.c) with a budget of max_nodes search nodes over
  * all its probes (0 = none).  With a budget the incumbent phase runs on its
  * work budgets alone (no deadline), so the result is a function of the
  * input and the budget; the time limit can only cut it shorter.  Reads
@@ -117,7 +118,7 @@ bp_status bp__assign_search_ex(const bp_interval *iv, size_t n, const bp_assign_
                                uint64_t *offsets, bp_assign_result *res, bp_error *err);
 
 /* Decision probes of search's depth-first search, for bestfit
- * (assign_search.c).  A step decides "does everything fit under cap?" with
+ * (search_probe.c).  A step decides "does everything fit under cap?" with
  * one of search's static orders (0 WAT, 1 TAW, 2 TWA, 3 TCA: MiniMalloc's
  * tie-break keys) and at most `limit` nodes per independent part. */
 typedef struct bp__probe { uint64_t cap; int order; int64_t limit; } bp__probe;
@@ -133,7 +134,7 @@ int bp__assign_search_probe(const bp_allocator *a, const bp_interval *iv, size_t
                             int n_steps, uint64_t max_nodes, uint64_t *offsets, uint64_t *arena, uint64_t *nodes);
 
 /* Chains of same-size, same-alignment free buffers where one starts when
- * the previous ends, each merged into one interval (assign_chain.c): a
+ * the previous ends, each merged into one interval (chain.c): a
  * packing of iv[0..n) is a packing of the input with every part at its
  * chain's offset.  of[i] = the chain of input interval i (UINT32_MAX for
  * size 0); pre-placed intervals are chains of one.  n < the sized input
@@ -164,10 +165,27 @@ bool bp__assign_max_live(const bp_allocator *a, const bp_interval *iv, size_t n,
 /* sweep.c: the highest byte used by pre-placed intervals (validated: no overflow). */
 uint64_t bp__assign_fixed_top(const bp_interval *iv, size_t n);
 
-/* search.c: the branch-and-bound from the incumbent in offsets/res (which it
- * only ever improves), started at t0 (bp__now()); the rest as
+/* search_probe.c: the branch-and-bound from the incumbent in offsets/res
+ * (which it only ever improves), started at t0 (bp__now()); the rest as
  * bp__assign_search_ex. */
 bp_status bp__assign_search_core(const bp_interval *iv, size_t n, const bp_assign_options *o, uint64_t max_nodes,
                                  double t0, uint64_t *offsets, bp_assign_result *res, bp_error *err);
+
+/* search's context: its layout is search_ctx.h, private to search_build.c
+ * (which makes and frees it), search.c and search_probe.c. */
+typedef struct bp__search bp__search;
+
+/* search_build.c: fills a zeroed context (c->a set) for iv: sections,
+ * overlaps, obstacles, parts; false on OOM (bp__assign_search_free then). */
+bool bp__assign_search_build(bp__search *c, const bp_interval *iv, size_t n);
+/* search_build.c: frees what a build, complete or not, and the search allocated. */
+void bp__assign_search_free(bp__search *c);
+/* search_build.c: sizes the candidate and frame stacks for one dive (a hint); false on OOM. */
+bool bp__assign_search_presize(bp__search *c);
+/* search_build.c: each part's incumbent from offsets[] (all n), its bound max-live on the grid. */
+void bp__assign_search_start_parts(bp__search *c, const uint64_t *offsets);
+/* search.c: decides every part at capacity cap with static order h (0..3), at
+ * most limit nodes a part: SR_FOUND, SR_INFEASIBLE, SR_ABORTED or SR_TIMEOUT. */
+int bp__assign_search_decide(bp__search *c, uint64_t cap, int h, int64_t limit);
 
 #endif

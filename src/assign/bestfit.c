@@ -1,5 +1,5 @@
 /*
- * assign_bestfit.c — greedy best-fit offsets in one arena (the TFLite / XLA
+ * bestfit.c — greedy best-fit offsets in one arena (the TFLite / XLA
  * heuristic), made fast and run over several orders.
  *
  * For each interval in a static order (largest first, longest first, largest
@@ -28,20 +28,20 @@
  * budget that shrinks with the buffers' time segments (a node's cost grows
  * with them): they find F-K at their bound in ~360-1,900 nodes, and then
  * nothing else runs (0.7-1.4 ms).  Then the improvement phase
- * (assign_improve.c) on a deterministic work budget (7.2 x 10^5 units,
+ * (improve.c) on a deterministic work budget (7.2 x 10^5 units,
  * ~2.5 ms here): randomised skyline
  * constructions that fill the lowest stretch with the set of buffers that
  * covers it best, stopped early by a waste bound, then (when they end far
  * above max-live) one probe at max-live + 7%, then ruin and recreate of the
  * best packing's top.  A tenth of that budget goes to the input, the rest
- * to its chains (assign_chain.c: same-size buffers where one starts as the
+ * to its chains (chain.c: same-size buffers where one starts as the
  * previous ends, merged, so each chain's parts share an offset) when it has
  * any: a smaller instance whose packings are the input's, on which the
  * constructions land much nearer the optimum (MiniMalloc's E 1.066 ->
  * 1.023, J 1.013 -> 1.000; B and C at their bound in 20 of 20 seeds of the
  * constructions, were 16 and 15).  With fixed offsets (or too many
  * overlapping pairs for the skyline), the canonical greedy
- * (assign_greedy.c: skyline packing, lowest floor first, static
+ * (greedy.c: skyline packing, lowest floor first, static
  * priorities, squeaky wheel) with its squeaky-wheel passes, then an
  * iterated greedy over placement orders.
  * This brings the MiniMalloc instances from ~1.07-1.19 to ~1.00-1.02 x
@@ -77,14 +77,14 @@
  * pre-placed buffers): one (ONNX's densenet121 and resnet50 need it to
  * reach their bound; a second changed nothing) */
 #define BF_SIZE_RUNS_SMALL 1
-/* The canonical greedy (assign_greedy.c) runs up to this many free
+/* The canonical greedy (greedy.c) runs up to this many free
  * intervals in bestfit (its overlap lists cost O(n + overlaps) to build) and
  * in search's incumbent phase, with these work budgets (overlap visits). */
 #define BF_GREEDY_MAX 20000u
 #define BF_GREEDY_MAX_SEARCH 200000u
 #define BF_GREEDY_WORK 150000u
 #define BF_GREEDY_WORK_SEARCH 5000000u
-/* The improvement phase (assign_improve.c): at most this many overlapping
+/* The improvement phase (improve.c): at most this many overlapping
  * pairs, and these work budgets (its own units: skyline steps and overlap
  * visits; 10^6 is ~3 ms here).  Without pre-placed buffers / with them. */
 #define BF_IMPROVE_PAIRS 2000000u
@@ -111,7 +111,7 @@
  * (16,452 segments; the next is D at 7,166) is limited by segments rather
  * than by m, its max-live lies 5% under its best known so these probes are
  * futile there, and they cost it ~2 ms: 1,028 -> 555 nodes pays for the
- * improvement phase's probe at max-live + 7% (assign_improve.c) that
+ * improvement phase's probe at max-live + 7% (improve.c) that
  * brings J within 3%.  Those that reach their bound here have at most
  * 6,632 segments (I).  Steps below max-live (1%, 2%, ... under the arena) are not
  * tried: they found nothing the skyline does not, and a packing they find
@@ -544,7 +544,7 @@ static uint64_t bf_segments(const int64_t *L, const int64_t *U, uint32_t m)
     return s;
 }
 
-/* The improvement phase on the chains of iv (assign_chain.c; m sized
+/* The improvement phase on the chains of iv (chain.c; m sized
  * intervals) with `work` units, from naive's stack of them; a packing below
  * *arena is written back to offsets[] (every part at its chain's offset).
  * 1 when it ran, 0 when there are no chains (or too many overlaps), -1 out
@@ -658,7 +658,7 @@ static int bf_finish(const bf_ctx *c, const bp_interval *iv, size_t n, uint32_t 
                      uint64_t lb, int quality, double deadline, uint64_t *offsets, uint64_t *best_io)
 {
     const bp_allocator *a = c->a;
-    /* Small inputs: the improvement phase (assign_improve.c).  Without
+    /* Small inputs: the improvement phase (improve.c).  Without
      * pre-placed buffers search's decision probes run first, then the
      * skyline constructions; otherwise (pre-placed buffers, or too many
      * overlapping pairs for the skyline) the canonical greedy runs and, with
@@ -710,6 +710,74 @@ static int bf_finish(const bf_ctx *c, const bp_interval *iv, size_t n, uint32_t 
         }
     }
     return 0;
+}
+
+/* How many size-ordered runs bestfit_ex makes (m sized intervals, n_free
+ * of them free; U the uppers ascending): all BF_N_ORDERS in quality mode,
+ * else as many as the overlap budget allows; 0 when the time-order pass's
+ * result stands. */
+static int bf_n_orders(const bf_ctx *c, const int64_t *U, uint32_t n_free, int quality)
+{
+    uint32_t m = c->m;
+    int n_orders = BF_N_ORDERS;
+    if (quality) return n_orders;
+    uint64_t overlaps = 0;
+    for (uint32_t p = 0, q = 0; p < m; p++) {
+        while (q < m && U[q] <= c->L[p]) q++;
+        overlaps += p - q;   /* started before p and not ended by L[p] (ties on lower: close enough) */
+    }
+    uint64_t per = overlaps + (uint64_t)m * 8;
+    n_orders = per * BF_N_ORDERS <= BF_OVERLAP_BUDGET ? BF_N_ORDERS : (int)(BF_OVERLAP_BUDGET / per);
+    /* a size-ordered run costs ~1 us per interval even without overlaps:
+     * one above half a million, none above two million (the time-order
+     * pass alone keeps 10^7 intervals within seconds) */
+    if (m > BF_SIZE_RUNS_ONE && n_orders > 1) n_orders = 1;
+    if (m > BF_SIZE_RUNS_MAX) n_orders = 0;
+    if (n_orders == 0 && n_free == m && m > BF_TIME_ORDER_MIN) return 0;   /* the time-order pass stands */
+    if (n_orders == 0) n_orders = 1;   /* nothing else ran: one order, whatever it costs */
+    /* the skyline constructions follow: two orders are enough */
+    if (n_free == m && n_free <= BF_SKYLINE_MAX && n_orders > BF_SIZE_RUNS_SMALL) n_orders = BF_SIZE_RUNS_SMALL;
+    return n_orders;
+}
+
+/* Writes size-ordered run ord's order of the free intervals into order[]
+ * and returns their number: sorted by the secondary key, then (stably) by
+ * the primary, both descending (complemented keys); ties stay lower-first.
+ * key, tk, ti: scratch of m entries. */
+static uint32_t bf_make_order(const bf_ctx *c, int ord, const int64_t *U, uint32_t *order, uint64_t *key,
+                              uint64_t *tk, uint32_t *ti)
+{
+    const bp_interval *iv = c->iv;
+    uint32_t m = c->m;
+    uint32_t k = 0;
+    for (uint32_t p = 0; p < m; p++) {
+        uint32_t i = c->by_lower[p];
+        if (iv[i].fixed_offset != BP_NO_OFFSET) continue;
+        order[k++] = i;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t q = 0; q < k; q++) {
+            const bp_interval *x = &iv[order[q]];
+            uint64_t v;
+            int what = pass == 0 ? (ord == BF_BY_SIZE ? BF_BY_LENGTH : BF_BY_SIZE) : ord;
+            switch (what) {
+            case BF_BY_SIZE: v = x->size; break;
+            case BF_BY_LENGTH: v = bf_len(x); break;
+            case BF_BY_AREA: v = bf_sat_mul(x->size, bf_len(x)); break;
+            default: {
+                /* intervals overlapping x: all but those ending by x's
+                 * start and those starting at or after x's end */
+                size_t ends_before = bf_count_lt(U, m, x->lower, true);
+                size_t starts_after = m - bf_count_lt(c->L, m, x->upper, false);
+                v = (uint64_t)(m - ends_before - starts_after);
+                break;
+            }
+            }
+            key[q] = ~v;
+        }
+        bp__assign_radix(key, order, tk, ti, k);
+    }
+    return k;
 }
 
 bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, int quality,
@@ -793,61 +861,15 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
      * overlapping pairs (each interval against those live at its lower)
      * and run as many orders as the budget allows; none when even one would
      * blow it (randwire at 10^5+ has thousands live at once). */
-    int n_orders = BF_N_ORDERS;
-    if (!quality) {
-        uint64_t overlaps = 0;
-        for (uint32_t p = 0, q = 0; p < m; p++) {
-            while (q < m && U[q] <= c.L[p]) q++;
-            overlaps += p - q;   /* started before p and not ended by L[p] (ties on lower: close enough) */
-        }
-        uint64_t per = overlaps + (uint64_t)m * 8;
-        n_orders = per * BF_N_ORDERS <= BF_OVERLAP_BUDGET ? BF_N_ORDERS : (int)(BF_OVERLAP_BUDGET / per);
-        /* a size-ordered run costs ~1 us per interval even without overlaps:
-         * one above half a million, none above two million (the time-order
-         * pass alone keeps 10^7 intervals within seconds) */
-        if (m > BF_SIZE_RUNS_ONE && n_orders > 1) n_orders = 1;
-        if (m > BF_SIZE_RUNS_MAX) n_orders = 0;
-        if (n_orders == 0 && n_free == m && m > BF_TIME_ORDER_MIN) { res->arena_bytes = best; goto done; }
-        if (n_orders == 0) n_orders = 1;   /* nothing else ran: one order, whatever it costs */
-        /* the skyline constructions follow: two orders are enough */
-        if (n_free == m && n_free <= BF_SKYLINE_MAX && n_orders > BF_SIZE_RUNS_SMALL) n_orders = BF_SIZE_RUNS_SMALL;
-    }
+    int n_orders = bf_n_orders(&c, U, n_free, quality);
+    if (n_orders == 0) { res->arena_bytes = best; goto done; }
     if (!bf_build_tree(&c, U, order, work)) goto oom;
     memcpy(work, offsets, n * sizeof *work);
 
     /* More orders on smaller inputs; one run costs O(n log n + overlaps). */
     for (int ord = 0; ord < n_orders && best > lb; ord++) {
         if (ord > 0 && deadline > 0 && bp__now() >= deadline) break;
-        /* Build the order: sort by secondary, then (stably) by primary, both
-         * descending (complemented keys); ties stay lower-first. */
-        uint32_t k = 0;
-        for (uint32_t p = 0; p < m; p++) {
-            uint32_t i = c.by_lower[p];
-            if (iv[i].fixed_offset != BP_NO_OFFSET) continue;
-            order[k++] = i;
-        }
-        for (int pass = 0; pass < 2; pass++) {
-            for (uint32_t q = 0; q < k; q++) {
-                const bp_interval *x = &iv[order[q]];
-                uint64_t v;
-                int what = pass == 0 ? (ord == BF_BY_SIZE ? BF_BY_LENGTH : BF_BY_SIZE) : ord;
-                switch (what) {
-                case BF_BY_SIZE: v = x->size; break;
-                case BF_BY_LENGTH: v = bf_len(x); break;
-                case BF_BY_AREA: v = bf_sat_mul(x->size, bf_len(x)); break;
-                default: {
-                    /* intervals overlapping x: all but those ending by x's
-                     * start and those starting at or after x's end */
-                    size_t ends_before = bf_count_lt(U, m, x->lower, true);
-                    size_t starts_after = m - bf_count_lt(c.L, m, x->upper, false);
-                    v = (uint64_t)(m - ends_before - starts_after);
-                    break;
-                }
-                }
-                key[q] = ~v;
-            }
-            bp__assign_radix(key, order, tk, ti, k);
-        }
+        uint32_t k = bf_make_order(&c, ord, U, order, key, tk, ti);
         bool oom = false;
         uint64_t ar = bf_run(&c, order, k, work, base_arena, best, &oom);
         if (oom) goto oom;

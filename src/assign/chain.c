@@ -1,5 +1,5 @@
 /*
- * assign_chain.c — chains of same-size buffers that follow each other in
+ * chain.c — chains of same-size buffers that follow each other in
  * time, merged into one interval each (for bestfit's small-input pipeline).
  *
  * When a buffer ends at t and another of the same size and alignment starts

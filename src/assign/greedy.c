@@ -1,6 +1,6 @@
 /*
- * assign_greedy.c — the canonical greedy: one depth-first dive of the exact
- * search (assign_search.c) without backtracking, repeated with reordering.
+ * greedy.c — the canonical greedy: one depth-first dive of the exact
+ * search (search.c) without backtracking, repeated with reordering.
  *
  * A pass places buffers bottom-up: the next buffer is the unplaced one with
  * the lowest floor (the highest end of the placed buffers overlapping it in

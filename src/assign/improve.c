@@ -1,5 +1,5 @@
 /*
- * assign_improve.c — bestfit's improvement phase on small inputs: randomised
+ * improve.c — bestfit's improvement phase on small inputs: randomised
  * skyline constructions, and an iterated greedy over placement orders.
  *
  * Skyline (no pre-placed buffers).  Time is cut at the distinct end points
@@ -715,6 +715,132 @@ static bool im_skyline_phase(im_ctx *c, const bp_interval *iv, size_t n, uint64_
     return ok;
 }
 
+/* The search over orders' lists (pre-placed buffers present): the overlap
+ * lists, a pre-placed buffer kept as its offset and end per entry (fxo, fxe),
+ * and the conflict scratch sized for the longest list.  False on OOM. */
+static bool im_order_lists(im_ctx *c, const bp_interval *iv, const bp__tp *tp, const uint32_t *ids, uint32_t nf)
+{
+    const bp_allocator *a = c->a;
+    uint32_t k = c->k;
+    bp__overlaps ol = { .ov_off = c->adj_off, .fx_off = c->fx_off };
+    if (bp__assign_overlaps(a, tp, k, nf, &ol)) return false;
+    c->adj = ol.ov; c->n_adj = ol.n_ov;
+    c->n_fx = ol.n_fx;
+    c->fxo = bp__alloc(a, c->n_fx * sizeof *c->fxo);
+    c->fxe = bp__alloc(a, c->n_fx * sizeof *c->fxe);
+    if (c->fxo && c->fxe)
+        for (uint32_t at = 0; at < c->fx_off[k]; at++) {
+            const bp_interval *x = &iv[ids[k + ol.fx[at]]];
+            c->fxo[at] = x->fixed_offset;
+            c->fxe[at] = x->fixed_offset + x->size;
+        }
+    bp__free(a, ol.fx, ol.n_fx * sizeof *ol.fx);
+    if (!c->fxo || !c->fxe) {   /* free with the size they were made */
+        bp__free(a, c->fxo, c->n_fx * sizeof *c->fxo);
+        bp__free(a, c->fxe, c->n_fx * sizeof *c->fxe);
+        c->fxo = c->fxe = NULL;
+        c->n_fx = 0;
+        return false;
+    }
+    size_t maxd = 1;
+    for (uint32_t b = 0; b < k; b++) {
+        size_t d = (size_t)(c->adj_off[b + 1] - c->adj_off[b]) + (c->fx_off[b + 1] - c->fx_off[b]);
+        if (d > maxd) maxd = d;
+    }
+    c->conf = bp__alloc(a, maxd * sizeof *c->conf);
+    if (!c->conf) return false;
+    c->conf_cap = maxd;
+    return true;
+}
+
+/* With pre-placed buffers: the search over orders.  From the caller's
+ * solution sorted by offset, random moves (a peak buffer earlier, any
+ * buffer earlier, a swap with a buffer it overlaps), each decoded and kept
+ * unless it raises the arena, until `work` is spent, the bound lb is
+ * reached or the deadline passes.  best / *best_ar / *improved as
+ * im_skyline_phase.  False on OOM. */
+static bool im_order_search(im_ctx *c, const bp_interval *iv, size_t n, uint64_t lb, uint64_t work,
+                            double deadline, const uint64_t *offsets, uint64_t *best, uint64_t *best_ar,
+                            bool *improved, uint64_t *rng)
+{
+    const bp_allocator *a = c->a;
+    uint32_t k = c->k;
+    /* The start: the caller's solution sorted by offset (larger first on ties). */
+    uint32_t *peak = bp__alloc(a, (size_t)k * sizeof *peak);   /* scratch: the buffers ending at the arena */
+    im_key *keys = bp__alloc(a, (size_t)k * sizeof *keys);
+    if (!peak || !keys) {
+        bp__free(a, peak, (size_t)k * sizeof *peak);
+        bp__free(a, keys, (size_t)k * sizeof *keys);
+        return false;
+    }
+    for (uint32_t b = 0; b < k; b++) keys[b] = (im_key){ offsets[c->orig[b]], c->size[b], b };
+    qsort(keys, k, sizeof *keys, im_cmp_key);
+    for (uint32_t p = 0; p < k; p++) { c->perm[p] = keys[p].b; c->pos[keys[p].b] = p; }
+    c->pmax[0] = 0;
+    uint32_t stop;
+    uint64_t cur = im_decode(c, 0, UINT64_MAX, &stop);
+    im_commit(c, 0);
+    /* pre-placed buffers count for the arena too */
+    uint64_t base = 0;
+    for (size_t i = 0; i < n; i++)
+        if (iv[i].size && iv[i].fixed_offset != BP_NO_OFFSET && iv[i].fixed_offset + iv[i].size > base)
+            base = iv[i].fixed_offset + iv[i].size;
+    if ((cur > base ? cur : base) < *best_ar) {
+        *best_ar = cur > base ? cur : base;
+        *improved = true;
+        memcpy(best, c->cur, (size_t)k * sizeof *best);
+    }
+    uint64_t iter = 0;
+    while (*best_ar > lb && cur > base && c->work < work) {
+        if (deadline > 0 && (++iter & 63) == 0 && bp__now() >= deadline) break;
+        uint64_t r = im_rand(rng);
+        int kind = (int)(r % 8);
+        uint32_t i, j;
+        if (kind < 4) {
+            /* a peak buffer, moved earlier */
+            uint32_t np = 0;
+            for (uint32_t b = 0; b < k; b++)
+                if (c->cur[b] + c->size[b] == cur && c->pos[b] > 0) peak[np++] = b;
+            if (!np) continue;
+            uint32_t b = peak[(r >> 8) % np];
+            i = c->pos[b];
+            j = (uint32_t)((r >> 32) % i);
+        } else if (kind < 7) {
+            i = 1 + (uint32_t)((r >> 8) % (k - 1));
+            j = (uint32_t)((r >> 32) % i);
+        } else {
+            uint32_t b = (uint32_t)((r >> 8) % k);
+            uint32_t d = c->adj_off[b + 1] - c->adj_off[b];
+            if (!d) continue;
+            uint32_t x = c->adj[c->adj_off[b] + (uint32_t)((r >> 32) % d)];
+            i = c->pos[b] > c->pos[x] ? c->pos[b] : c->pos[x];
+            j = c->pos[b] > c->pos[x] ? c->pos[x] : c->pos[b];
+            im_swap(c, i, j);
+            uint64_t t = im_decode(c, j, cur, &stop);
+            if (t == UINT64_MAX) { im_rollback(c, j, stop); im_swap(c, i, j); continue; }
+            im_commit(c, j);
+            cur = t;
+            goto accepted;
+        }
+        im_move(c, i, j);
+        {
+            uint64_t t = im_decode(c, j, cur, &stop);
+            if (t == UINT64_MAX) { im_rollback(c, j, stop); im_unmove(c, i, j); continue; }
+            im_commit(c, j);
+            cur = t;
+        }
+    accepted:
+        if ((cur > base ? cur : base) < *best_ar) {
+            *best_ar = cur > base ? cur : base;
+            *improved = true;
+            memcpy(best, c->cur, (size_t)k * sizeof *best);
+        }
+    }
+    bp__free(a, peak, (size_t)k * sizeof *peak);
+    bp__free(a, keys, (size_t)k * sizeof *keys);
+    return true;
+}
+
 int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t lb, uint64_t max_pairs,
                           uint64_t work, double deadline, unsigned build_share, uint64_t *offsets, uint64_t *arena)
 {
@@ -729,8 +855,6 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
     int rc = -1;
     bp__tp *tp = bp__alloc(a, 2 * (size_t)nt * sizeof *tp);
     uint32_t *ids = bp__alloc(a, (size_t)nt * sizeof *ids);
-    uint32_t *peak = NULL;   /* scratch: the buffers ending at the arena */
-    im_key *keys = NULL;
     uint64_t *best = NULL;
     c.k = k;
     c.orig = bp__alloc(a, (size_t)k * sizeof *c.orig);
@@ -764,106 +888,8 @@ int bp__assign_improve_ex(const bp_allocator *a, const bp_interval *iv, size_t n
     /* Without pre-placed buffers the skyline had the whole budget; with
      * them, the search over orders below does. */
     if (nf == 0) goto finish;
-    /* overlap lists; a pre-placed one kept as its offset and end per entry */
-    {
-        bp__overlaps ol = { .ov_off = c.adj_off, .fx_off = c.fx_off };
-        if (bp__assign_overlaps(a, tp, k, nf, &ol)) goto out;
-        c.adj = ol.ov; c.n_adj = ol.n_ov;
-        c.n_fx = ol.n_fx;
-        c.fxo = bp__alloc(a, c.n_fx * sizeof *c.fxo);
-        c.fxe = bp__alloc(a, c.n_fx * sizeof *c.fxe);
-        if (c.fxo && c.fxe)
-            for (uint32_t at = 0; at < c.fx_off[k]; at++) {
-                const bp_interval *x = &iv[ids[k + ol.fx[at]]];
-                c.fxo[at] = x->fixed_offset;
-                c.fxe[at] = x->fixed_offset + x->size;
-            }
-        bp__free(a, ol.fx, ol.n_fx * sizeof *ol.fx);
-        if (!c.fxo || !c.fxe) {   /* free with the size they were made */
-            bp__free(a, c.fxo, c.n_fx * sizeof *c.fxo);
-            bp__free(a, c.fxe, c.n_fx * sizeof *c.fxe);
-            c.fxo = c.fxe = NULL;
-            c.n_fx = 0;
-            goto out;
-        }
-        size_t maxd = 1;
-        for (uint32_t b = 0; b < k; b++) {
-            size_t d = (size_t)(c.adj_off[b + 1] - c.adj_off[b]) + (c.fx_off[b + 1] - c.fx_off[b]);
-            if (d > maxd) maxd = d;
-        }
-        c.conf = bp__alloc(a, maxd * sizeof *c.conf);
-        if (!c.conf) goto out;
-        c.conf_cap = maxd;
-        peak = bp__alloc(a, (size_t)k * sizeof *peak);
-        if (!peak) goto out;
-    }
-
-    /* The start: the caller's solution sorted by offset (larger first on ties). */
-    keys = bp__alloc(a, (size_t)k * sizeof *keys);
-    if (!keys) goto out;
-    for (uint32_t b = 0; b < k; b++) keys[b] = (im_key){ offsets[c.orig[b]], c.size[b], b };
-    qsort(keys, k, sizeof *keys, im_cmp_key);
-    for (uint32_t p = 0; p < k; p++) { c.perm[p] = keys[p].b; c.pos[keys[p].b] = p; }
-    c.pmax[0] = 0;
-    uint32_t stop;
-    uint64_t cur = im_decode(&c, 0, UINT64_MAX, &stop);
-    im_commit(&c, 0);
-    /* pre-placed buffers count for the arena too */
-    uint64_t base = 0;
-    for (size_t i = 0; i < n; i++)
-        if (iv[i].size && iv[i].fixed_offset != BP_NO_OFFSET && iv[i].fixed_offset + iv[i].size > base)
-            base = iv[i].fixed_offset + iv[i].size;
-    if ((cur > base ? cur : base) < best_ar) {
-        best_ar = cur > base ? cur : base;
-        improved = true;
-        memcpy(best, c.cur, (size_t)k * sizeof *best);
-    }
-    uint64_t iter = 0;
-    while (best_ar > lb && cur > base && c.work < work) {
-        if (deadline > 0 && (++iter & 63) == 0 && bp__now() >= deadline) break;
-        uint64_t r = im_rand(&rng);
-        int kind = (int)(r % 8);
-        uint32_t i, j;
-        if (kind < 4) {
-            /* a peak buffer, moved earlier */
-            uint32_t np = 0;
-            for (uint32_t b = 0; b < k; b++)
-                if (c.cur[b] + c.size[b] == cur && c.pos[b] > 0) peak[np++] = b;
-            if (!np) continue;
-            uint32_t b = peak[(r >> 8) % np];
-            i = c.pos[b];
-            j = (uint32_t)((r >> 32) % i);
-        } else if (kind < 7) {
-            i = 1 + (uint32_t)((r >> 8) % (k - 1));
-            j = (uint32_t)((r >> 32) % i);
-        } else {
-            uint32_t b = (uint32_t)((r >> 8) % k);
-            uint32_t d = c.adj_off[b + 1] - c.adj_off[b];
-            if (!d) continue;
-            uint32_t x = c.adj[c.adj_off[b] + (uint32_t)((r >> 32) % d)];
-            i = c.pos[b] > c.pos[x] ? c.pos[b] : c.pos[x];
-            j = c.pos[b] > c.pos[x] ? c.pos[x] : c.pos[b];
-            im_swap(&c, i, j);
-            uint64_t t = im_decode(&c, j, cur, &stop);
-            if (t == UINT64_MAX) { im_rollback(&c, j, stop); im_swap(&c, i, j); continue; }
-            im_commit(&c, j);
-            cur = t;
-            goto accepted;
-        }
-        im_move(&c, i, j);
-        {
-            uint64_t t = im_decode(&c, j, cur, &stop);
-            if (t == UINT64_MAX) { im_rollback(&c, j, stop); im_unmove(&c, i, j); continue; }
-            im_commit(&c, j);
-            cur = t;
-        }
-    accepted:
-        if ((cur > base ? cur : base) < best_ar) {
-            best_ar = cur > base ? cur : base;
-            improved = true;
-            memcpy(best, c.cur, (size_t)k * sizeof *best);
-        }
-    }
+    if (!im_order_lists(&c, iv, tp, ids, nf)) goto out;
+    if (!im_order_search(&c, iv, n, lb, work, deadline, offsets, best, &best_ar, &improved, &rng)) goto out;
 finish:
     if (improved) {
         for (uint32_t b = 0; b < k; b++) offsets[c.orig[b]] = best[b];
@@ -873,8 +899,6 @@ finish:
 out:
     bp__free(a, tp, 2 * (size_t)nt * sizeof *tp);
     bp__free(a, ids, (size_t)nt * sizeof *ids);
-    bp__free(a, peak, (size_t)k * sizeof *peak);
-    bp__free(a, keys, (size_t)k * sizeof *keys);
     bp__free(a, best, (size_t)k * sizeof *best);
     im_free(&c);
     return rc;
