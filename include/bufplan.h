@@ -354,7 +354,7 @@ BP_API bp_status bp_plan_parse_json(const bp_graph *g, const char *text, size_t 
  * lifetime, sizes are right, every aliasing is justified, nothing lies outside
  * the arena, and no two simultaneously live storages overlap in bytes.
  * O(n log n).  Returns BP_OK or BP_ERR_VERIFY with the first problems in
- * err->msg (up to max_reasons of them, separated by newlines). */
+ * err->msg (up to 10 of them, separated by newlines, then "... and N more"). */
 BP_API bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err);
 
 /* ------------------------------------------------------------- lifetimes */

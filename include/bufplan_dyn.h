@@ -121,10 +121,10 @@ BP_API bp_status bp_cache_key_make_hashed(const uint64_t graph_hash[2], const ch
  * files are reported (NULL = stderr). */
 BP_API bp_status bp_plan_cache_open(const char *dir, FILE *warnings, bp_plan_cache **out, bp_error *err);
 BP_API void bp_plan_cache_close(bp_plan_cache *c);
-/* Also run bp_verify on every plan loaded (default off: a file is taken
- * only after its checksum, its key and structural checks that keep every
- * tensor inside the schedule and the arena; turn this on for a cache
- * directory that others can write). */
+/* Whether bp_verify checks every plan loaded (default on: a file is taken
+ * only after its checksum, its key, structural checks that keep every tensor
+ * inside the schedule and the arena, and bp_verify; off trusts a cache
+ * directory nobody else can write). */
 BP_API void bp_plan_cache_set_verify(bp_plan_cache *c, int on);
 /* Looks a plan up.  Hit: BP_OK and *out set.  Miss: BP_OK and *out NULL; a
  * corrupt, truncated, foreign or mismatched file is a miss with a warning

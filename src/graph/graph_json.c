@@ -1,6 +1,7 @@
 /*
  * graph_json.c — the "bufplan-graph" JSON format (docs/FORMATS.md): reader
- * streaming writer, and bp_graph_read(), which picks a reader by content.
+ * and streaming writer (bp_graph_read, which picks this reader or the ONNX
+ * one by content, is onnx/graph_read.c).
  *
  * Reading: jansson parses the whole document (JSON_REJECT_DUPLICATES, so a
  * repeated key is an error with its line and column); files are fed to it in

@@ -1,5 +1,5 @@
 /*
- * pool_backend_cuda.c — the CUDA pool backend: cudaMalloc / cudaFree on one
+ * backend_cuda.c — the CUDA pool backend: cudaMalloc / cudaFree on one
  * device.  Built only when CMake found the CUDA runtime (BP_HAVE_CUDA); the
  * pool never touches the memory (its metadata lives on the host), so device
  * pointers are handed out as they are.  cudaMalloc guarantees 256-byte

@@ -1,5 +1,5 @@
 /*
- * pool_backend_mmap.c — the default pool backend: anonymous private mmap with
+ * backend_mmap.c — the default pool backend: anonymous private mmap with
  * MAP_NORESERVE (pages are committed on first touch), munmap to release.
  * Pieces are large and few (the pool grows by whole chunks), so the cost of
  * one system call per piece is paid only while the pool warms up.
