@@ -89,6 +89,10 @@ typedef struct bp__outfile {
 bp_status bp__out_open(bp__outfile *o, const char *path, bp_error *err);
 bp_status bp__out_commit(bp__outfile *o, bp_error *err);   /* closes; renames on success */
 void bp__out_abort(bp__outfile *o);                          /* closes; removes temp */
+/* Removes the regular files dir/.*TAG* older than a minute: temporaries that a
+ * writer killed mid-write left behind (a live writer renames its own within
+ * milliseconds).  Best effort, no error. */
+void bp__remove_stale_temps(const char *dir, const char *tag);
 /* Writes s as a JSON string literal (with quotes). */
 void bp__json_str(FILE *f, const char *s);
 

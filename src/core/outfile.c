@@ -47,8 +47,7 @@ static unsigned current_umask(void)
     return m;
 }
 
-/* Removes dir/.*.bptmp.* files older than STALE_SECONDS (best effort). */
-static void remove_stale(const char *dir)
+void bp__remove_stale_temps(const char *dir, const char *tag)
 {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -56,12 +55,19 @@ static void remove_stale(const char *dir)
     struct dirent *e;
     char p[PATH_MAX];
     while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] != '.' || !strstr(e->d_name, TMP_TAG)) continue;
+        if (e->d_name[0] != '.' || !strstr(e->d_name, tag)) continue;
         if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= sizeof p) continue;
         struct stat st;
         if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > STALE_SECONDS) unlink(p);
     }
     closedir(d);
+}
+
+/* The directory part of path into dir ("." without one, "/" for "/x"). */
+static void dir_of(const char *path, char dir[PATH_MAX])
+{
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, PATH_MAX, "%.*s", slash ? (int)(slash > path ? slash - path : 1) : 1, slash ? path : ".");
 }
 
 static char *dup_str(const char *s, size_t *size)
@@ -118,8 +124,8 @@ bp_status bp__out_open(bp__outfile *o, const char *path, bp_error *err)
     if (slash) snprintf(o->tmp, o->tmp_size, "%.*s/.%s" TMP_TAG "XXXXXX", (int)dlen, o->path, base);
     else snprintf(o->tmp, o->tmp_size, ".%s" TMP_TAG "XXXXXX", base);
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(dlen ? dlen : 1) : 1, slash ? o->path : ".");
-    remove_stale(dir);
+    dir_of(o->path, dir);
+    bp__remove_stale_temps(dir, TMP_TAG);
     int fd = mkstemp(o->tmp);
     if (fd < 0) {
         s = bp__err(err, BP_ERR_IO, "%s: cannot create a file in its directory: %s", path, strerror(errno));
@@ -160,8 +166,7 @@ static bool out_copy_in_place(bp__outfile *o)
 static void fsync_dir(const char *path)
 {
     char dir[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash > path ? slash - path : 1) : 1, slash ? path : ".");
+    dir_of(path, dir);
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd >= 0) { fsync(fd); close(fd); }
 }

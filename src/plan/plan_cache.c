@@ -35,8 +35,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -362,25 +360,6 @@ typedef struct pc_fixed {
 typedef struct pc_wbuf { unsigned char *p; size_t n; } pc_wbuf;
 static void pc_put(pc_wbuf *w, const void *src, size_t n) { memcpy(w->p + w->n, src, n); w->n += n; }
 
-/* Removes temporaries (".KEY.tmp.XXXXXX") that writers killed mid-write
- * left behind, once they are a minute old (a live writer renames its own
- * within milliseconds).  Best effort. */
-static void pc_remove_stale(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    time_t now = time(NULL);
-    struct dirent *e;
-    char p[2304];
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] != '.' || !strstr(e->d_name, ".tmp.")) continue;
-        if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= sizeof p) continue;
-        struct stat st;
-        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > 60) unlink(p);
-    }
-    closedir(d);
-}
-
 bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_graph *g, const bp_plan *p, bp_error *err)
 {
     if (!c || !key || !g || !p) return bp__err(err, BP_ERR_USAGE, "plan cache: NULL argument");
@@ -435,7 +414,7 @@ bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_
     snprintf(path, sizeof path, "%s/%s.bpc", c->dir, key->file);
     snprintf(tmp, sizeof tmp, "%s/.%s.tmp.XXXXXX", c->dir, key->file);
     bp_status s = BP_OK;
-    pc_remove_stale(c->dir);
+    bp__remove_stale_temps(c->dir, ".tmp.");   /* ".KEY.tmp.XXXXXX" of killed writers */
     int fd = mkstemp(tmp);
     if (fd < 0) {
         s = bp__err(err, BP_ERR_IO, "%s: cannot create a temporary file: %s", c->dir, strerror(errno));

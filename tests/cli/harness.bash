@@ -8,3 +8,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
+# expect_msg RC WORDS CMD...: run CMD (60 s at most), expect exit RC and the
+# fixed string WORDS in what it printed (stdout and stderr)
+expect_msg() {
+  local rc=$1 words=$2 got=0; shift 2
+  timeout 60 "$@" >"$tmp/expect.out" 2>&1 || got=$?
+  [ "$got" = "$rc" ] || bad "$*: exit $got, expected $rc: $(cat "$tmp/expect.out")"
+  grep -qF -- "$words" "$tmp/expect.out" || bad "$*: the message does not say '$words': $(cat "$tmp/expect.out")"
+}

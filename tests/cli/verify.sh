@@ -29,11 +29,8 @@ t = [{"name": "x", "dtype": "f32", "shape": [16]}] + [{"name": f"v{i}", "dtype":
 o = [{"name": f"op{i}", "type": "Foo", "inputs": ["x" if i == 0 else f"v{i-1}"], "outputs": [f"v{i}"]} for i in range(n)]
 json.dump({"format": "bufplan-graph", "version": 1, "tensors": t, "ops": o, "inputs": ["x"], "outputs": [f"v{n-1}"]}, open(d + "/views.json", "w"))
 PY
-check() {  # NAME RC WORDS: verify the forged plan, expect RC and WORDS in the message
-  local name=$1 rc=$2 words=$3 got=0
-  "$CLI" verify "$tmp/g.json" "$tmp/$name.json" >"$tmp/out" 2>&1 || got=$?
-  [ "$got" = "$rc" ] || bad "$name: exit $got, expected $rc: $(cat "$tmp/out")"
-  grep -q -- "$words" "$tmp/out" || bad "$name: the message does not say '$words': $(cat "$tmp/out")"
+check() {  # NAME RC WORDS: verify the forged plan NAME, expect RC and WORDS in the message
+  expect_msg "$2" "$3" "$CLI" verify "$tmp/g.json" "$tmp/$1.json"
 }
 check kind 1 "the plan says kind output, the graph makes it planned"
 check arena 1 "is not the end of the highest placed tensor"
