@@ -186,6 +186,75 @@ BP_API int32_t bp_graph_op_output(const bp_graph *g, int32_t op, int i);
  * the graph's own index. */
 BP_API int32_t bp_graph_tensor_consumers(const bp_graph *g, int32_t t, const int32_t **ops);
 
+/* ----------------------------------------------------------- control flow */
+
+/* A control-flow op (ONNX If, Loop, Scan) runs other graphs, its bodies.
+ * Each body is a finalized graph of its own, owned by the parent once
+ * attached.  The parent op has one extra output, its reservation: a tensor
+ * live only at the op's step that holds everything the bodies need (a Loop's
+ * carried values, then the body's own arena).  The plan places the
+ * reservation in the parent's arena like any tensor and plans each body
+ * inside it (docs/ARCHITECTURE.md, "Control flow").
+ *
+ * How a body's tensors meet the parent's: */
+typedef enum bp_body_kind {
+    BP_BODY_THEN = 0,   /* If: runs when the condition (the op's input 0) is true */
+    BP_BODY_ELSE,       /* If: runs otherwise */
+    BP_BODY_LOOP,       /* Loop: runs once per iteration */
+    BP_BODY_SCAN,       /* Scan: runs once per slice of the scanned inputs */
+    BP_BODY_KIND_COUNT
+} bp_body_kind;
+
+typedef enum bp_body_io_kind {
+    /* inputs of the body (tensors flagged BP_TENSOR_INPUT in it) */
+    BP_BODY_OUTER = 0,  /* the parent tensor `parent` itself, read in place (an
+                           input of the op, so it lives until the op's step) */
+    BP_BODY_ITER,       /* Loop: the iteration number (an i64 scalar) */
+    BP_BODY_COND,       /* Loop: the condition going in; the first from `parent`
+                           (-1: true), then from body output `link` */
+    BP_BODY_CARRIED,    /* a loop-carried value: the first from `parent`, then
+                           from body output `link` of the previous iteration */
+    BP_BODY_SLICE,      /* Scan: slice i (along axis 0) of the parent tensor */
+    /* outputs of the body (tensors flagged BP_TENSOR_OUTPUT in it) */
+    BP_BODY_RESULT,     /* copied into the parent tensor `parent` (If: after the
+                           branch; Loop/Scan: after the last iteration), or only
+                           feeding a carried input when parent is -1 */
+    BP_BODY_STACK,      /* copied into slice i of the parent tensor after iteration i */
+    BP_BODY_IO_COUNT
+} bp_body_io_kind;
+
+typedef struct bp_body_io {
+    int32_t body_tensor;     /* tensor id in the body */
+    bp_body_io_kind kind;
+    int32_t parent;          /* tensor id in the parent, -1 where the kind allows */
+    int32_t link;            /* COND / CARRIED: index into the io array of the body
+                                output (RESULT) that feeds it next time; else -1 */
+} bp_body_io;
+
+/* Attaches `body` (finalized) to control-flow op `op` of g.  `reserve` is an
+ * output of op that no op reads: the bodies' reservation (its byte size is
+ * set by bp_graph_reserve_bodies).  io lists every input and output of the
+ * body (n_io entries, copied).  g owns body from now on, also on failure.
+ * Adding a body un-finalizes g. */
+BP_API bp_status bp_graph_add_body(bp_graph *g, int32_t op, bp_body_kind kind, bp_graph *body, int32_t reserve,
+                                   int n_io, const bp_body_io *io, bp_error *err);
+
+typedef struct bp_body_info {
+    int32_t op;
+    bp_body_kind kind;
+    const bp_graph *graph;
+    int32_t reserve;
+    int n_io;
+    const bp_body_io *io;
+} bp_body_info;
+
+/* Bodies are numbered 0..n-1 in the order they were added. */
+BP_API int32_t bp_graph_n_bodies(const bp_graph *g);
+BP_API bp_status bp_graph_body(const bp_graph *g, int32_t i, bp_body_info *out, bp_error *err);
+BP_API const char *bp_body_kind_name(bp_body_kind k);
+/* Ops with at least one body. */
+BP_API int32_t bp_graph_n_control_flow(const bp_graph *g);
+
 /* JSON graph files (format "bufplan-graph", docs/FORMATS.md). */
 BP_API bp_status bp_graph_read_json(const char *path, const bp_allocator *alloc,
                                     bp_graph **out, bp_error *err);
@@ -323,6 +392,8 @@ typedef struct bp_plan_stats {
     int optimal;                 /* 1 if the assigner proved the arena optimal for the order */
     int sched_optimal;           /* 1 if the scheduler proved the order's peak optimal */
     double makespan;             /* estimated makespan of the order on opts->threads workers (cost units) */
+    int32_t n_control_flow;      /* ops with bodies, at every depth */
+    int32_t n_body_planned;      /* tensors planned inside bodies, at every depth */
 } bp_plan_stats;
 
 BP_API const bp_plan_stats *bp_plan_get_stats(const bp_plan *p);
@@ -335,6 +406,20 @@ BP_API size_t bp_plan_n_events(const bp_plan *p);
 BP_API const bp_event *bp_plan_events(const bp_plan *p);
 BP_API bp_sched_kind bp_plan_sched(const bp_plan *p);
 BP_API bp_assign_kind bp_plan_assign(const bp_plan *p);
+
+/* Control flow: the plan of body i of the graph (bp_graph_body's numbering),
+ * whose offsets count from bp_plan_body_base(p, i) in this plan's arena.
+ * NULL / BP_NO_OFFSET when there is no such body. */
+BP_API int32_t bp_plan_n_bodies(const bp_plan *p);
+BP_API const bp_plan *bp_plan_body(const bp_plan *p, int32_t i);
+BP_API uint64_t bp_plan_body_base(const bp_plan *p, int32_t i);
+/* Sizes the reservation of every control-flow op of g (recursively) to hold
+ * its bodies as bp_plan_graph will plan them with opts: for an If the larger
+ * branch, for a Loop or Scan its slots (carried values, the iteration number,
+ * the condition, slices; each aligned) plus the body's arena.  Call it before
+ * bp_plan_graph on a graph with bodies, with the same options; it plans each
+ * body once.  g is finalized again afterwards. */
+BP_API bp_status bp_graph_reserve_bodies(bp_graph *g, const bp_plan_options *opts, bp_error *err);
 
 /* Plan files (format "bufplan-plan", docs/FORMATS.md).  path "-" = stdout.
  * Writes are atomic (temp file + rename). */

@@ -60,6 +60,9 @@ int cli_plan_opt(bp_plan_options *po, int argc, char **argv, int *i, const char 
 /* Loads a graph (.json or .onnx), applies --dim/--shape/--training,
  * finalizes it. */
 bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err);
+/* Sizes the reservations of a graph with control flow for these options
+ * (nothing to do without bodies). */
+bp_status cli_reserve_bodies(bp_graph *g, const bp_plan_options *po, bp_error *err);
 /* "1.5 MiB" (powers of 1024) into buf. */
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t cap);
 bool cli_is_help(const char *a);

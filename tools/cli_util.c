@@ -395,6 +395,11 @@ static bp_status check_bound(const bp_graph *g, const char *path, bp_error *err)
     return BP_ERR_INVALID;
 }
 
+bp_status cli_reserve_bodies(bp_graph *g, const bp_plan_options *po, bp_error *err)
+{
+    return bp_graph_n_bodies(g) ? bp_graph_reserve_bodies(g, po, err) : BP_OK;
+}
+
 bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err)
 {
     if (go->max_seconds > 0) start_deadline(go->max_seconds);

@@ -53,6 +53,9 @@ static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verif
             ps, ps >= 0 && ps < bp_plan_n_steps(p) ? bp_graph_op_name(g, bp_plan_schedule(p)[ps]) : "-");
     if (st->alias_saved_bytes) fprintf(f, "  aliasing saved %s (views and in-place)\n", cli_fmt_bytes(st->alias_saved_bytes, b1, sizeof b1));
     if (st->n_dynamic) fprintf(f, "  dynamic      %d tensors kept out of the arena\n", st->n_dynamic);
+    if (st->n_control_flow)
+        fprintf(f, "  control flow %d ops with bodies (If, Loop, Scan; nested included), %d tensors planned inside them\n",
+                st->n_control_flow, st->n_body_planned);
     fprintf(f, "  makespan     %.4g cost units (the ops' costs: the graph's, else estimated microseconds) on %d worker(s)%s\n", st->makespan, threads,
             st->sched_optimal ? "; schedule proven optimal" : "");
     if (load_ms >= 0)
@@ -129,7 +132,8 @@ int cmd_plan(int argc, char **argv)
     bp_graph *g = NULL;
     bp_plan *p = NULL;
     bp_status s = cli_load_graph(&go, &g, &err);
-    if (s) return cli_fail(&err);
+    if (!s) s = cli_reserve_bodies(g, &po, &err);
+    if (s) { int rc = cli_fail(&err); bp_graph_free(g); return rc; }
     if (sweep) {
         int rc = run_sweep(g, &po, (int)points);
         bp_graph_free(g);

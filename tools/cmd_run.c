@@ -125,7 +125,8 @@ int cmd_run(int argc, char **argv)
     bp_exec *ex = NULL;
     int rc = CLI_OK;
     bp_status s = cli_load_graph(&go, &g, &e);
-    if (s) return cli_fail(&e);
+    if (!s) s = cli_reserve_bodies(g, &po, &e);
+    if (s) { rc = cli_fail(&e); bp_graph_free(g); return rc; }
     if (plan_path) s = bp_plan_read_json(g, plan_path, &p, &e);
     else s = bp_plan_graph(g, &po, &p, &e);
     if (s) { rc = cli_fail(&e); goto out; }

@@ -71,10 +71,11 @@ static bool viz_ends_with(const char *s, const char *suf)
     return true;
 }
 
-static bp_status viz_make_plan(const bp_graph *g, const viz_side *s, bp_plan **p, bp_error *err)
+static bp_status viz_make_plan(bp_graph *g, const viz_side *s, bp_plan **p, bp_error *err)
 {
     if (s->plan_file) return bp_plan_read_json(g, s->plan_file, p, err);
-    return bp_plan_graph(g, &s->po, p, err);
+    bp_status st = cli_reserve_bodies(g, &s->po, err);
+    return st ? st : bp_plan_graph(g, &s->po, p, err);
 }
 
 int cmd_viz(int argc, char **argv)

@@ -97,7 +97,7 @@ bp_graph *bp_graph_new(const char *name, const bp_allocator *alloc)
     return g;
 }
 
-static void graph_unfinalize(bp_graph *g)
+void bp__graph_unfinalize(bp_graph *g)
 {
     if (!g->finalized) return;
     bp__free(&g->alloc, g->cons_off, (g->n_t + 1) * sizeof *g->cons_off);
@@ -110,11 +110,23 @@ static void graph_unfinalize(bp_graph *g)
     g->finalized = false;
 }
 
+/* Frees the bodies (graphs owned by g) and their io lists. */
+static void bodies_free(bp_graph *g)
+{
+    for (size_t i = 0; i < g->n_bodies; i++) {
+        bp_graph_free(g->bodies[i].g);
+        bp__free(&g->alloc, g->bodies[i].io, (size_t)(g->bodies[i].n_io ? g->bodies[i].n_io : 1) * sizeof *g->bodies[i].io);
+    }
+    bp__free(&g->alloc, g->bodies, g->cap_bodies * sizeof *g->bodies);
+    g->bodies = NULL;
+    g->n_bodies = g->cap_bodies = 0;
+}
+
 void bp_graph_free(bp_graph *g)
 {
     if (!g) return;
     const bp_allocator *a = &g->alloc;
-    graph_unfinalize(g);
+    bp__graph_unfinalize(g);
     bp__free(a, g->name, strlen(g->name) + 1);
     bp__names_free(a, &g->tnames);
     bp__names_free(a, &g->onames);
@@ -126,6 +138,7 @@ void bp_graph_free(bp_graph *g)
     bp__free(a, g->dims, g->cap_dims * sizeof *g->dims);
     bp__free(a, g->inpl, g->cap_inpl * sizeof *g->inpl);
     bp__free(a, g->sym_val, g->cap_sym_val * sizeof *g->sym_val);
+    bodies_free(g);
     bp_allocator copy = *a;
     bp__free(&copy, g, sizeof *g);
 }
@@ -146,7 +159,7 @@ static bp_status add_tensor_common(bp_graph *g, const char *name, int32_t *id_ou
         return bp__err(err, BP_ERR_LIMIT, "%s: tensor \"%s\": more than %llu tensors (bp_limits.max_tensors)", g->name, name,
                        (unsigned long long)g->lim.max_tensors);
     if (!bp__grow(&g->alloc, (void **)&g->t, &g->cap_t, g->n_t + 1, sizeof *g->t)) return oom(g, err, "tensor", name);
-    graph_unfinalize(g);
+    bp__graph_unfinalize(g);
     int32_t existing;
     int32_t id = bp__names_add(&g->alloc, &g->tnames, name, strlen(name), &existing);
     if (id == -2) return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\" is defined twice", g->name, name);
@@ -279,7 +292,7 @@ bp_status bp_graph_set_view(bp_graph *g, int32_t tensor, int32_t source, bp_erro
         return bp__err(err, BP_ERR_USAGE, "%s: set_view: tensor id out of range", g->name);
     if (tensor == source)
         return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\" is declared a view of itself", g->name, bp__names_get(&g->tnames, tensor));
-    graph_unfinalize(g);
+    bp__graph_unfinalize(g);
     g->t[tensor].view_of = source;
     return BP_OK;
 }
@@ -316,7 +329,7 @@ bp_status bp_graph_add_op(bp_graph *g, const char *name, const char *type, int n
                        (unsigned long long)g->lim.max_ops);
     if (g->n_io + (size_t)n_inputs + (size_t)n_outputs > UINT32_MAX)
         return bp__err(err, BP_ERR_LIMIT, "%s: too many op inputs and outputs in total", g->name);
-    graph_unfinalize(g);
+    bp__graph_unfinalize(g);
     /* Grow every array first, so a failure leaves names and ops in step. */
     if (!bp__grow(&g->alloc, (void **)&g->o, &g->cap_o, g->n_o + 1, sizeof *g->o) ||
         !bp__grow(&g->alloc, (void **)&g->io, &g->cap_io, g->n_io + (size_t)n_inputs + (size_t)n_outputs, sizeof *g->io))
@@ -353,7 +366,7 @@ bp_status bp_graph_set_inplace(bp_graph *g, int32_t op, int32_t out, int32_t in,
     if (!has_in) return bp__err(err, BP_ERR_INVALID, "%s: op \"%s\": inplace input \"%s\" is not an input of the op", g->name, on, bp__names_get(&g->tnames, in));
     if (!has_out) return bp__err(err, BP_ERR_INVALID, "%s: op \"%s\": inplace output \"%s\" is not an output of the op", g->name, on, bp__names_get(&g->tnames, out));
     if (!bp__grow(&g->alloc, (void **)&g->inpl, &g->cap_inpl, g->n_inpl + 1, sizeof *g->inpl)) return oom(g, err, "inplace hint of op", on);
-    graph_unfinalize(g);
+    bp__graph_unfinalize(g);
     g->inpl[g->n_inpl++] = (bp__inplace){op, out, in};
     return BP_OK;
 }
@@ -363,7 +376,7 @@ bp_status bp_graph_mark(bp_graph *g, int32_t tensor, unsigned flags, bp_error *e
     if (!valid_tensor(g, tensor)) return bp__err(err, BP_ERR_USAGE, "%s: mark: tensor id out of range", g->name);
     if (flags & ~(unsigned)(BP_TENSOR_INPUT | BP_TENSOR_WEIGHT | BP_TENSOR_OUTPUT | BP_TENSOR_CONST))
         return bp__err(err, BP_ERR_USAGE, "%s: mark: unknown flags 0x%x", g->name, flags);
-    graph_unfinalize(g);
+    bp__graph_unfinalize(g);
     g->t[tensor].flags |= (uint8_t)flags;
     return BP_OK;
 }
@@ -436,6 +449,39 @@ static bp_status check_view_chains(const bp_graph *g, bp_error *err)
     return s;
 }
 
+/* Whether tensor t is an input (out = false) or output (true) of op. */
+static bool op_has(const bp_graph *g, int32_t op, int32_t t, bool out)
+{
+    const int32_t *v = out ? bp__op_out(g, op) : bp__op_in(g, op);
+    int n = out ? g->o[op].n_out : g->o[op].n_in;
+    for (int i = 0; i < n; i++) if (v[i] == t) return true;
+    return false;
+}
+
+/* The bodies of a graph being finalized: each reservation is unread and not
+ * a graph output; every parent tensor a body reads is an input of the op and
+ * every one it writes an output, so lifetimes in the parent cover what the
+ * bodies do. */
+static bp_status bodies_check(const bp_graph *g, bp_error *err)
+{
+    for (size_t i = 0; i < g->n_bodies; i++) {
+        const bp__body *b = &g->bodies[i];
+        const char *opn = bp__names_get(&g->onames, b->op);
+        if (g->cons_off[b->reserve + 1] != g->cons_off[b->reserve] || (g->t[b->reserve].flags & BP_TENSOR_OUTPUT))
+            return bp__err(err, BP_ERR_INVALID, "%s: op \"%s\": its reservation \"%s\" is read by an op or is a graph output", g->name, opn,
+                           bp__names_get(&g->tnames, b->reserve));
+        for (int32_t k = 0; k < b->n_io; k++) {
+            const bp_body_io *e = &b->io[k];
+            if (e->parent < 0) continue;
+            bool out = !bp__body_io_is_input(e->kind);
+            if (!op_has(g, b->op, e->parent, out))
+                return bp__err(err, BP_ERR_INVALID, "%s: op \"%s\": its body reads or writes \"%s\", which is not an %s of the op", g->name, opn,
+                               bp__names_get(&g->tnames, e->parent), out ? "output" : "input");
+        }
+    }
+    return BP_OK;
+}
+
 bp_status bp_graph_finalize(bp_graph *g, bp_error *err)
 {
     if (g->finalized) return BP_OK;
@@ -486,7 +532,7 @@ bp_status bp_graph_finalize(bp_graph *g, bp_error *err)
     if (!g->cons_off || !g->cons || !indeg || !queue) {
         bp__free(a, indeg, no * sizeof *indeg);
         bp__free(a, queue, no * sizeof *queue);
-        g->finalized = true; graph_unfinalize(g);
+        g->finalized = true; bp__graph_unfinalize(g);
         return bp__err(err, BP_ERR_NOMEM, "%s: out of memory indexing consumers", g->name);
     }
     for (size_t o = 0; o < no; o++)
@@ -516,7 +562,9 @@ bp_status bp_graph_finalize(bp_graph *g, bp_error *err)
     }
     bp_status s = BP_OK;
     g->finalized = true;
-    if (qt < no) { s = report_cycle(g, indeg, err); graph_unfinalize(g); }
+    if (qt < no) s = report_cycle(g, indeg, err);
+    if (!s) s = bodies_check(g, err);
+    if (s) bp__graph_unfinalize(g);
     bp__free(a, indeg, no * sizeof *indeg);
     bp__free(a, queue, no * sizeof *queue);
     return s;

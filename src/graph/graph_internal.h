@@ -32,6 +32,16 @@ typedef struct bp__inplace {
     int32_t op, out, in;
 } bp__inplace;
 
+/* A body of a control-flow op (bp_graph_add_body; body.c). */
+typedef struct bp__body {
+    int32_t op;
+    bp_body_kind kind;
+    bp_graph *g;           /* owned */
+    int32_t reserve;       /* the op's reservation output */
+    int32_t n_io;
+    bp_body_io *io;
+} bp__body;
+
 struct bp_graph {
     bp_allocator alloc;
     char *name;
@@ -42,6 +52,7 @@ struct bp_graph {
     int64_t *dims;   size_t n_dims, cap_dims;  /* symbolic dim k stored as -(k+1)-2^40 */
     bp__inplace *inpl; size_t n_inpl, cap_inpl;
     int64_t *sym_val; size_t cap_sym_val;      /* bound value per symbol, -1 unbound */
+    bp__body *bodies; size_t n_bodies, cap_bodies;
     bp_limits lim;                             /* enforced by the builder (limits.c) */
     /* built by finalize */
     bool finalized;
@@ -75,6 +86,13 @@ bool bp__is_view_type(const char *type);
 bool bp__is_broadcast_view_type(const char *type);
 /* True for element-wise op types whose output may overwrite an input. */
 bool bp__is_elementwise_type(const char *type);
+/* Drops what finalize built (graph.c); a no-op on a graph not finalized. */
+void bp__graph_unfinalize(bp_graph *g);
+/* Whether an io kind is a body input (ITER .. SLICE) rather than an output. */
+static inline bool bp__body_io_is_input(bp_body_io_kind k) { return k <= BP_BODY_SLICE; }
+/* The bodies of op (first index in *first, count returned; ops' bodies are
+ * contiguous only in insertion order, so this scans: O(bodies)). */
+int32_t bp__op_bodies(const bp_graph *g, int32_t op, int32_t *idx, int32_t cap);
 /* Reads a bufplan-graph JSON file with explicit limits (graph_json.c). */
 bp_status bp__graph_read_json_lim(const char *path, const bp_limits *lim, const bp_allocator *alloc, bp_graph **out,
                                   bp_error *err);

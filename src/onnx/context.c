@@ -297,15 +297,55 @@ bp_status bp__ox_shape_from_type(bp__ox *c, int32_t t, const Onnx__TypeProto *tp
     return bp__ox_set_shape(c, t, dt, r, d, err);
 }
 
-/* The nodes' protobufs, value infos, name tables, shapes, symbols, io lists, values. */
+bp_status bp__ox_syms_copy(bp__ox *dst, const bp__ox *src, bp_error *err)
+{
+    for (size_t i = 0; i < src->syms.n; i++) {
+        const char *nm = bp__names_get(&src->syms, (int32_t)i);
+        int32_t id = ox_sym_add(dst, nm, strlen(nm), NULL);
+        if (id < 0) return bp__ox_oom(dst, err);
+        dst->sym_bound[id] = src->sym_bound[i];
+        if (i < src->cap_sym_seen && src->sym_seen[i]) {
+            int64_t code;
+            bp_status s = bp__ox_named_dim(dst, nm, &code, err);
+            if (s) return s;
+        }
+    }
+    return BP_OK;
+}
+
+int64_t bp__ox_sym_back(bp__ox *dst, const bp__ox *src, size_t n_shared, int64_t d)
+{
+    if (d >= 0 || (size_t)(-d - 1) < n_shared) return d;
+    const char *nm = bp__ox_sym_name(src, d);
+    if (nm[0] == '?') return bp__ox_fresh(dst, nm + 1, 0);   /* an unknown of the body: a new one here */
+    int32_t id = ox_sym_add(dst, nm, strlen(nm), NULL);     /* a named symbol: the same name */
+    if (id < 0) return 0;
+    return dst->sym_bound[id] >= 0 ? dst->sym_bound[id] : -(int64_t)id - 1;
+}
+
+void bp__ox_bodies_free(bp__ox *c, bp__ox_node *nd)
+{
+    for (int i = 0; i < nd->n_bodies; i++) {
+        bp_graph_free(nd->bodies[i].g);
+        bp__free(c->a, nd->bodies[i].io, (size_t)nd->bodies[i].cap_io * sizeof *nd->bodies[i].io);
+    }
+    bp__free(c->a, nd->bodies, (size_t)nd->n_bodies * sizeof *nd->bodies);
+    nd->bodies = NULL;
+    nd->n_bodies = 0;
+}
+
+/* The nodes' protobufs (unless borrowed from a parent's), value infos, name
+ * tables, shapes, symbols, io lists, values, bodies. */
 void bp__ox_free(bp__ox *c)
 {
     for (size_t i = 0; i < c->n_nodes; i++) {
-        if (c->nodes[i].np) protobuf_c_message_free_unpacked(&c->nodes[i].np->base, &c->pa);
+        if (c->nodes[i].np && !c->borrowed) protobuf_c_message_free_unpacked(&c->nodes[i].np->base, &c->pa);
         if (c->nodes[i].name) bp__free(c->a, c->nodes[i].name, strlen(c->nodes[i].name) + 1);
+        bp__ox_bodies_free(c, &c->nodes[i]);
     }
     bp__free(c->a, c->nodes, c->n_nodes * sizeof *c->nodes);
-    for (size_t i = 0; i < c->n_vinfo; i++) protobuf_c_message_free_unpacked(&c->vinfo[i]->base, &c->pa);
+    for (size_t i = 0; i < c->n_vinfo && !c->borrowed; i++) protobuf_c_message_free_unpacked(&c->vinfo[i]->base, &c->pa);
+    if (c->file_buf) bp__free(c->a, c->file_buf, strlen(c->file_buf) + 1);
     bp__free(c->a, c->vinfo, c->cap_vinfo * sizeof *c->vinfo);
     bp__names_free(c->a, &c->tn);
     bp__names_free(c->a, &c->syms);

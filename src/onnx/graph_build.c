@@ -80,6 +80,35 @@ static bp_status ox_graph_tensors(bp__ox *c, bp_graph *g, bp_error *err)
     return BP_OK;
 }
 
+/* The reservation of a control-flow node's bodies: a tensor "NODE#bodies"
+ * (made unique), sized when the bodies are planned. */
+static bp_status ox_reserve_tensor(bp__ox *c, bp_graph *g, const bp__ox_node *nd, int32_t *out, bp_error *err)
+{
+    size_t n = strlen(nd->name) + 32;
+    char *nm = bp__alloc(c->a, n);
+    if (!nm) return bp__ox_oom(c, err);
+    snprintf(nm, n, "%s#bodies", nd->name);
+    for (int q = 1; bp_graph_find_tensor(g, nm) >= 0; q++) snprintf(nm, n, "%s#bodies%d", nd->name, q);
+    bp_status s = bp_graph_add_tensor(g, nm, 0, out, err);
+    bp__free(c->a, nm, n);
+    return s;
+}
+
+/* Hands node nd's bodies to op op_id of g, with parent tensors as graph ids. */
+static bp_status ox_attach_bodies(bp__ox *c, bp_graph *g, bp__ox_node *nd, int32_t op_id, int32_t reserve, bp_error *err)
+{
+    for (int i = 0; i < nd->n_bodies; i++) {
+        bp__ox_body *b = &nd->bodies[i];
+        for (int q = 0; q < b->n_io; q++)
+            if (b->io[q].parent >= 0) b->io[q].parent = c->t[b->io[q].parent].gid;
+        bp_graph *bg = b->g;
+        b->g = NULL;   /* g owns it from here, also on failure */
+        bp_status s = bp_graph_add_body(g, op_id, b->kind, bg, reserve, b->n_io, b->io, err);
+        if (s) return s;
+    }
+    return BP_OK;
+}
+
 /* One op per node, in the file's order: inputs then captures, outputs
  * (omitted optionals left out); op type "domain::OpType" outside ai.onnx. */
 static bp_status ox_graph_ops(bp__ox *c, bp_graph *g, bp_error *err)
@@ -90,7 +119,7 @@ static bp_status ox_graph_ops(bp__ox *c, bp_graph *g, bp_error *err)
     size_t ip_cap = sizeof ins / sizeof ins[0];
     for (size_t k = 0; k < c->n_nodes; k++) {
         bp__ox_node *nd = &c->nodes[k];
-        size_t need = (size_t)nd->n_in + (size_t)nd->n_cap + (size_t)nd->n_out;
+        size_t need = (size_t)nd->n_in + (size_t)nd->n_cap + (size_t)nd->n_out + 1;   /* + the reservation */
         if (need > ip_cap) {
             if (ip != ins) bp__free(c->a, ip, ip_cap * sizeof *ip);
             ip = bp__alloc(c->a, need * sizeof *ip);
@@ -110,7 +139,11 @@ static bp_status ox_graph_ops(bp__ox *c, bp_graph *g, bp_error *err)
         char type[256];
         if (nd->domain_default) snprintf(type, sizeof type, "%s", nd->np->op_type);
         else snprintf(type, sizeof type, "%s::%s", nd->np->domain, nd->np->op_type);
-        s = bp_graph_add_op(g, nd->name, type, ni, ip, no, op_, nd->cost, NULL, err);
+        int32_t reserve = -1, op_id = -1;
+        if (nd->n_bodies && (s = ox_reserve_tensor(c, g, nd, &reserve, err))) break;
+        if (reserve >= 0) op_[no++] = reserve;
+        s = bp_graph_add_op(g, nd->name, type, ni, ip, no, op_, nd->cost, &op_id, err);
+        if (!s && nd->n_bodies) s = ox_attach_bodies(c, g, nd, op_id, reserve, err);
         if (s) break;
     }
     if (ip != ins) bp__free(c->a, ip, ip_cap * sizeof *ip);
@@ -119,7 +152,7 @@ static bp_status ox_graph_ops(bp__ox *c, bp_graph *g, bp_error *err)
 
 bp_status bp__ox_build_graph(bp__ox *c, size_t n_outputs, bp_graph **out, bp_error *err)
 {
-    const char *slash = strrchr(c->file, '/');
+    const char *slash = c->parent ? NULL : strrchr(c->file, '/');   /* a body keeps its whole path */
     bp_graph *g = bp_graph_new(slash ? slash + 1 : c->file, c->a);
     *out = g;
     if (!g) return bp__ox_oom(c, err);

@@ -1,12 +1,13 @@
 /*
- * graph_walk.c — the walk over the main graph's nodes once the model's names
- * are registered: node inputs resolved to tensor ids, and the outer-scope
+ * graph_walk.c — the walk over a graph's nodes (the main graph's or a
+ * body's): each node registered (named, its outputs added), node inputs
+ * resolved to tensor ids, and the outer-scope
  * names that subgraphs (If / Loop / Scan bodies, at any depth) read collected
  * as extra inputs ("captures", free variables found with a stack of scopes);
  * a topological order (Kahn's algorithm, keeping the stored order when it is
  * one, naming a node on a cycle otherwise); shape inference in that order
- * (infer.c; control flow here: If when both branches declare the same static
- * output), with declared value_info merged into what was inferred: unknowns
+ * (infer.c; control flow in body_import.c, which imports the bodies), with
+ * declared value_info merged into what was inferred: unknowns
  * filled, fresh symbols renamed, disagreements warned about.
  */
 #include "onnx/onnx_internal.h"
@@ -14,6 +15,90 @@
 #ifdef BP_HAVE_ONNX
 
 #include <string.h>
+
+/* ---------------------------------------------------------------- nodes */
+
+static bool ox_is_control_flow(const char *op)
+{
+    return !strcmp(op, "If") || !strcmp(op, "Loop") || !strcmp(op, "Scan");
+}
+
+static bp_status ox_node_name(bp__ox *c, bp__names *used, int32_t k, const char *nm, char **out, bp_error *err)
+{
+    char buf[64];
+    size_t base_len = nm ? strlen(nm) : 0;
+    size_t cap = base_len + 32;
+    char *s = bp__alloc(c->a, cap);
+    if (!s) return bp__ox_oom(c, err);
+    if (base_len) memcpy(s, nm, base_len);
+    s[base_len] = 0;
+    size_t len = base_len;
+    snprintf(buf, sizeof buf, "#%d", (int)k);
+    if (!len) { strcpy(s, buf); len = strlen(s); }
+    for (;;) {
+        int32_t ex, id = bp__names_add(c->a, used, s, len, &ex);
+        if (id >= 0) break;
+        if (id == -1) { bp__free(c->a, s, cap); return bp__ox_oom(c, err); }
+        size_t bl = strlen(buf);
+        if (len + bl + 1 > cap) {
+            char *ns = bp__realloc(c->a, s, cap, len + bl + 32);
+            if (!ns) { bp__free(c->a, s, cap); return bp__ox_oom(c, err); }
+            s = ns;
+            cap = len + bl + 32;
+        }
+        memcpy(s + len, buf, bl + 1);
+        len += bl;
+    }
+    /* shrink the allocation bookkeeping: we free with strlen + 1 later */
+    char *fin = bp__alloc(c->a, len + 1);
+    if (!fin) { bp__free(c->a, s, cap); return bp__ox_oom(c, err); }
+    memcpy(fin, s, len + 1);
+    bp__free(c->a, s, cap);
+    *out = fin;
+    return BP_OK;
+}
+
+/* Node k (np, unpacked): check its op type and domain, name it, register its
+ * outputs.  Shared with the bodies of control flow (body_import.c). */
+bp_status bp__ox_register_node(bp__ox *c, size_t k, Onnx__NodeProto *np, bp__names *used_names, bp_error *err)
+{
+    bp__ox_node *nd = &c->nodes[k];
+    nd->np = np;
+    bp_status s;
+    if (!np->op_type || !*np->op_type)
+        return bp__err(err, BP_ERR_INVALID, "%s: node %zu (\"%s\") has no op_type", c->file, k, np->name ? np->name : "");
+    if ((s = ox_node_name(c, used_names, (int32_t)k, np->name, &nd->name, err))) return s;
+    nd->domain_default = bp__ox_is_default_domain(np->domain);
+    if (!nd->domain_default && !bp__ox_domain_imported(c, c->model, np->domain))
+        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: node \"%s\" (%s): its domain \"%s\" is not in the model's opset_import", c->file,
+                       nd->name, np->op_type, np->domain);
+    if (nd->domain_default && c->opset == 0)
+        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: node \"%s\" (%s): the model imports no opset for domain \"ai.onnx\"", c->file,
+                       nd->name, np->op_type);
+    nd->control_flow = nd->domain_default && ox_is_control_flow(np->op_type);
+    if (np->n_input > 65535 || np->n_output > 65535)
+        return bp__err(err, BP_ERR_LIMIT, "%s: node \"%s\": too many inputs or outputs", c->file, nd->name);
+    nd->n_out = (int32_t)np->n_output;
+    if (!bp__grow(c->a, (void **)&c->io, &c->cap_io, c->n_io + np->n_output, sizeof *c->io)) return bp__ox_oom(c, err);
+    nd->out_off = (int32_t)c->n_io;
+    for (size_t j = 0; j < np->n_output; j++) {
+        const char *on = np->output[j];
+        int32_t id = -1, ex;
+        if (on && *on) {
+            if ((s = bp__ox_add_tensor(c, on, strlen(on), BP__OX_NODE, &id, &ex, err))) return s;
+            if (id == -2) {
+                const bp__ox_tensor *o = &c->t[ex];
+                return bp__err(err, BP_ERR_INVALID, "%s: node \"%s\" (%s): output \"%s\" is already %s", c->file, nd->name,
+                               np->op_type, on,
+                               o->role == BP__OX_INPUT ? "a graph input" : o->role == BP__OX_INIT ? "an initializer"
+                                                                                             : "produced by another node");
+            }
+            c->t[id].producer = (int32_t)k;
+        }
+        c->io[c->n_io++] = id;
+    }
+    return BP_OK;
+}
 
 /* ------------------------------------------------------------- captures */
 
@@ -208,48 +293,6 @@ void bp__ox_order_free(bp__ox *c, int32_t *order)
 
 /* ------------------------------------------------------------ inference */
 
-/* Output shapes of a control-flow node: If when both branches declare the
- * same static output; everything else stays unknown (dynamic). */
-static bp_status ox_infer_control(bp__ox *c, int32_t k, bp_error *err)
-{
-    bp__ox_node *nd = &c->nodes[k];
-    const Onnx__NodeProto *np = nd->np;
-    if (strcmp(np->op_type, "If") != 0) return BP_OK;
-    const Onnx__GraphProto *br[2] = {NULL, NULL};
-    for (size_t i = 0; i < np->n_attribute; i++) {
-        const Onnx__AttributeProto *at = np->attribute[i];
-        if (at->name && !strcmp(at->name, "then_branch")) br[0] = at->g;
-        if (at->name && !strcmp(at->name, "else_branch")) br[1] = at->g;
-    }
-    if (!br[0] || !br[1]) return BP_OK;
-    for (int32_t j = 0; j < nd->n_out; j++) {
-        int32_t t = c->io[nd->out_off + j];
-        if (t < 0 || (size_t)j >= br[0]->n_output || (size_t)j >= br[1]->n_output) continue;
-        const Onnx__TypeProto *a = br[0]->output[j]->type, *b = br[1]->output[j]->type;
-        if (!a || !b || a->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || b->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-            continue;
-        const Onnx__TypeProto__Tensor *ta = a->tensor_type, *tb = b->tensor_type;
-        if (!ta || !tb || !ta->shape || !tb->shape || ta->elem_type != tb->elem_type || ta->shape->n_dim != tb->shape->n_dim)
-            continue;
-        if (ta->shape->n_dim > BP__OX_MAX_RANK) continue;
-        int64_t d[BP__OX_MAX_RANK];
-        bool ok = true;
-        for (size_t q = 0; q < ta->shape->n_dim && ok; q++) {
-            const Onnx__TensorShapeProto__Dimension *x = ta->shape->dim[q], *y = tb->shape->dim[q];
-            ok = x->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-                 y->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && x->dim_value == y->dim_value &&
-                 x->dim_value >= 0;
-            d[q] = ok ? x->dim_value : 0;
-        }
-        bp_dtype dt = bp__ox_dtype(ta->elem_type);
-        if (ok && dt != BP_DT_UNKNOWN) {
-            bp_status s = bp__ox_set_shape(c, t, dt, (int)ta->shape->n_dim, d, err);
-            if (s) return s;
-        }
-    }
-    return BP_OK;
-}
-
 /* Merges value_info (or a graph output's declared type) into what was
  * inferred: fills what is unknown, refines symbols with declared sizes, and
  * warns where declared and inferred sizes disagree. */
@@ -340,7 +383,7 @@ bp_status bp__ox_infer_nodes(bp__ox *c, const int32_t *order, bp_error *err)
         const Onnx__NodeProto *np = nd->np;
         bp_status s;
         if (nd->control_flow) {
-            s = ox_infer_control(c, k, err);
+            s = c->infer_control(c, k, err);
         } else if (!nd->domain_default) {
             s = BP_ERR_UNSUPPORTED;
         } else {

@@ -88,46 +88,6 @@ static bp_status ox_apply_shape_override(bp__ox *c, int32_t t, bool *used, bp_er
 
 /* ----------------------------------------------------------------- nodes */
 
-static bool ox_is_control_flow(const char *op)
-{
-    return !strcmp(op, "If") || !strcmp(op, "Loop") || !strcmp(op, "Scan");
-}
-
-static bp_status ox_node_name(bp__ox *c, bp__names *used, int32_t k, const char *nm, char **out, bp_error *err)
-{
-    char buf[64];
-    size_t base_len = nm ? strlen(nm) : 0;
-    size_t cap = base_len + 32;
-    char *s = bp__alloc(c->a, cap);
-    if (!s) return bp__ox_oom(c, err);
-    if (base_len) memcpy(s, nm, base_len);
-    s[base_len] = 0;
-    size_t len = base_len;
-    snprintf(buf, sizeof buf, "#%d", (int)k);
-    if (!len) { strcpy(s, buf); len = strlen(s); }
-    for (;;) {
-        int32_t ex, id = bp__names_add(c->a, used, s, len, &ex);
-        if (id >= 0) break;
-        if (id == -1) { bp__free(c->a, s, cap); return bp__ox_oom(c, err); }
-        size_t bl = strlen(buf);
-        if (len + bl + 1 > cap) {
-            char *ns = bp__realloc(c->a, s, cap, len + bl + 32);
-            if (!ns) { bp__free(c->a, s, cap); return bp__ox_oom(c, err); }
-            s = ns;
-            cap = len + bl + 32;
-        }
-        memcpy(s + len, buf, bl + 1);
-        len += bl;
-    }
-    /* shrink the allocation bookkeeping: we free with strlen + 1 later */
-    char *fin = bp__alloc(c->a, len + 1);
-    if (!fin) { bp__free(c->a, s, cap); return bp__ox_oom(c, err); }
-    memcpy(fin, s, len + 1);
-    bp__free(c->a, s, cap);
-    *out = fin;
-    return BP_OK;
-}
-
 /* ------------------------------------------------------------- the phases */
 
 /* The model's header: its parts, IR version, producer, opsets. */
@@ -212,47 +172,15 @@ static bp_status ox_add_inputs(bp__ox *c, const bp__ox_model *m, bp_error *err)
     return s;
 }
 
-/* Node k: unpack, check its op type and domain, name it, register its outputs. */
+/* Node k: unpack, then register. */
 static bp_status ox_add_node(bp__ox *c, const bp__ox_model *m, const uint8_t *data, size_t k, bp__names *used_names,
                              bp_error *err)
 {
-    bp__ox_node *nd = &c->nodes[k];
-    bp_status s = bp__ox_unpack_node(c, m->nodes.s[k], data, k, &nd->np, err);
+    Onnx__NodeProto *np = NULL;
+    bp_status s = bp__ox_unpack_node(c, m->nodes.s[k], data, k, &np, err);
+    c->nodes[k].np = np;
     if (s) return s;
-    Onnx__NodeProto *np = nd->np;
-    if (!np->op_type || !*np->op_type)
-        return bp__err(err, BP_ERR_INVALID, "%s: node %zu (\"%s\") has no op_type", c->file, k, np->name ? np->name : "");
-    if ((s = ox_node_name(c, used_names, (int32_t)k, np->name, &nd->name, err))) return s;
-    nd->domain_default = bp__ox_is_default_domain(np->domain);
-    if (!nd->domain_default && !bp__ox_domain_imported(c, m, np->domain))
-        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: node \"%s\" (%s): its domain \"%s\" is not in the model's opset_import", c->file,
-                       nd->name, np->op_type, np->domain);
-    if (nd->domain_default && c->opset == 0)
-        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: node \"%s\" (%s): the model imports no opset for domain \"ai.onnx\"", c->file,
-                       nd->name, np->op_type);
-    nd->control_flow = nd->domain_default && ox_is_control_flow(np->op_type);
-    if (np->n_input > 65535 || np->n_output > 65535)
-        return bp__err(err, BP_ERR_LIMIT, "%s: node \"%s\": too many inputs or outputs", c->file, nd->name);
-    nd->n_out = (int32_t)np->n_output;
-    if (!bp__grow(c->a, (void **)&c->io, &c->cap_io, c->n_io + np->n_output, sizeof *c->io)) return bp__ox_oom(c, err);
-    nd->out_off = (int32_t)c->n_io;
-    for (size_t j = 0; j < np->n_output; j++) {
-        const char *on = np->output[j];
-        int32_t id = -1, ex;
-        if (on && *on) {
-            if ((s = bp__ox_add_tensor(c, on, strlen(on), BP__OX_NODE, &id, &ex, err))) return s;
-            if (id == -2) {
-                const bp__ox_tensor *o = &c->t[ex];
-                return bp__err(err, BP_ERR_INVALID, "%s: node \"%s\" (%s): output \"%s\" is already %s", c->file, nd->name,
-                               np->op_type, on,
-                               o->role == BP__OX_INPUT ? "a graph input" : o->role == BP__OX_INIT ? "an initializer"
-                                                                                             : "produced by another node");
-            }
-            c->t[id].producer = (int32_t)k;
-        }
-        c->io[c->n_io++] = id;
-    }
-    return BP_OK;
+    return bp__ox_register_node(c, k, np, used_names, err);
 }
 
 /* The nodes, within the limits; node names unique in used_names. */
@@ -320,6 +248,8 @@ static bp_status ox_import(bp__ox *c, const uint8_t *data, size_t len, bp_graph 
     memset(&used_names, 0, sizeof used_names);
     bp_graph *g = NULL;
     int32_t *order = NULL;
+    c->model = &m;
+    c->infer_control = bp__ox_infer_control;
     bp_status s = ox_read_header(c, data, len, &m, err);
     if (!s) s = ox_bind_dims(c, err);
     if (!s) s = ox_add_initializers(c, &m, data, err);

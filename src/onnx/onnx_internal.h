@@ -74,6 +74,8 @@ typedef struct bp__ox_node {
     uint8_t domain_default;   /* ai.onnx */
     uint8_t unknown;          /* op type the importer does not know */
     uint8_t control_flow;
+    int n_bodies;             /* control flow: the bodies imported (body_import.c) */
+    struct bp__ox_body *bodies;
 } bp__ox_node;
 
 typedef struct bp__ox {
@@ -98,6 +100,14 @@ typedef struct bp__ox {
 
     bp__ox_node *nodes; size_t n_nodes;
     int32_t *io; size_t n_io, cap_io;
+    const struct bp__ox_model *model;  /* the file's parts (opset imports) */
+    const struct bp__ox *parent;       /* the graph a body belongs to; NULL for the main graph */
+    int depth;                /* nesting of bodies: 0 for the main graph */
+    uint8_t borrowed;         /* nodes and value infos belong to the parent's protobufs */
+    /* control-flow nodes (body_import.c, set by the import: the node walk
+     * calls it without depending on the file that calls the walk) */
+    bp_status (*infer_control)(struct bp__ox *c, int32_t k, bp_error *err);
+    char *file_buf;           /* owned c->file of a body ("FILE: If \"x\" then_branch") */
     int fresh;                /* counter for fresh symbol names */
     int pa_oom;               /* an allocation for protobuf-c failed (unpack NULL = out of memory) */
 } bp__ox;
@@ -330,6 +340,30 @@ bp_status bp__ox_tensor_from_proto(bp__ox *c, int32_t t, const Onnx__TensorProto
 bp_status bp__ox_infer(bp__ox *c, int32_t k, bp_error *err);
 /* True when the op type (default domain) is known to the inference. */
 bool bp__ox_known_op(const char *op_type);
+
+/* ---- body_import.c: the bodies of If / Loop / Scan ---- */
+/* One imported body of a control-flow node: its graph (finalized) and how its
+ * inputs and outputs meet the node; `parent` ids are the importer's tensor
+ * ids until the graph is built (graph_build.c maps them). */
+typedef struct bp__ox_body {
+    bp_graph *g;             /* NULL once handed to the parent graph */
+    bp_body_kind kind;
+    bp_body_io *io;
+    int n_io, cap_io;
+} bp__ox_body;
+/* Imports the bodies of control-flow node k (recursively: a body's own
+ * control flow is imported the same way) and infers the node's outputs from
+ * them.  An If whose condition folded keeps only the branch taken. */
+bp_status bp__ox_infer_control(bp__ox *c, int32_t k, bp_error *err);
+/* Frees the bodies of a node (context.c). */
+void bp__ox_bodies_free(bp__ox *c, bp__ox_node *nd);
+/* Registers node k from an unpacked NodeProto (graph_walk.c). */
+bp_status bp__ox_register_node(bp__ox *c, size_t k, Onnx__NodeProto *np, bp__names *used_names, bp_error *err);
+/* Symbols: copies every symbol of src into the empty table of dst (same
+ * codes); the code in dst of src's symbol code d, a fresh one when src made
+ * it after the copy (n_shared: how many were copied); 0 on OOM. */
+bp_status bp__ox_syms_copy(bp__ox *dst, const bp__ox *src, bp_error *err);
+int64_t bp__ox_sym_back(bp__ox *dst, const bp__ox *src, size_t n_shared, int64_t d);
 
 /* ---- model_read.c: reading the model file (wire walk, protobuf-c unpacking) ---- */
 typedef struct bp__ox_slice {

@@ -5,6 +5,9 @@
  * half-open interval per planned storage [first, last + 1), size rounded up
  * to the alignment -> bp_assign_intervals -> per-tensor placement -> events.
  *
+ * (bp__plan_flat; the public entry points, which also plan control-flow
+ * bodies, are in plan_graph.c.)
+ *
  * Events (lazy allocation): at each step, ALLOC for every storage that
  * starts there (named by its root tensor; planned inputs at step 0), then the
  * op's EXEC, then FREE for every storage whose last use is this step, except
@@ -51,6 +54,9 @@ void bp_plan_free(bp_plan *p)
     bp__free(&a, p->order, (size_t)(p->n_o ? p->n_o : 1) * sizeof *p->order);
     bp__free(&a, p->tp, (size_t)(p->n_t ? p->n_t : 1) * sizeof *p->tp);
     bp__free(&a, p->ev, p->cap_ev * sizeof *p->ev);
+    for (int32_t i = 0; i < p->n_bodies; i++) bp_plan_free(p->bodies[i]);
+    bp__free(&a, p->bodies, (size_t)p->n_bodies * sizeof *p->bodies);
+    bp__free(&a, p->body_base, (size_t)p->n_bodies * sizeof *p->body_base);
     bp__free(&a, p, sizeof *p);
 }
 
@@ -165,8 +171,7 @@ static bp_tensor_kind tensor_kind(const bp_graph *g, const bp__lifetimes *lt, in
     return BP_KIND_INPUT;
 }
 
-bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts, const int32_t *order,
-                              bp_plan **out, bp_error *err)
+bp_status bp__plan_flat(const bp_graph *g, const bp_plan_options *opts, const int32_t *order, bp_plan **out, bp_error *err)
 {
     *out = NULL;
     if (!g->finalized) return bp__err(err, BP_ERR_USAGE, "%s: the graph is not finalized (call bp_graph_finalize)", g->name);
@@ -312,34 +317,4 @@ done:
     if (s) { bp_plan_free(p); return s; }
     *out = p;
     return BP_OK;
-}
-
-bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan **out, bp_error *err)
-{
-    *out = NULL;
-    if (!g->finalized) return bp__err(err, BP_ERR_USAGE, "%s: the graph is not finalized (call bp_graph_finalize)", g->name);
-    bp_plan_options defaults;
-    if (!opts) { bp_plan_options_init(&defaults); opts = &defaults; }
-    int32_t *order = bp__alloc(&g->alloc, (g->n_o ? g->n_o : 1) * sizeof *order);
-    if (!order) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
-    double t0 = bp__now();
-    bp_schedule_info info;
-    memset(&info, 0, sizeof info);
-    /* given and kahn without a budget need no evaluator (their peak is the
-     * plan's lower bound anyway): the fast path of bp_schedule */
-    bp_status s = (opts->sched == BP_SCHED_GIVEN || opts->sched == BP_SCHED_KAHN) && !opts->budget
-                      ? bp_schedule(g, opts, order, err)
-                      : bp_schedule_ex(g, opts, order, &info, err);
-    double ts = bp__now() - t0;
-    if (!s) s = bp_plan_graph_order(g, opts, order, out, err);
-    if (*out) {
-        double ms = 0;
-        if (bp_schedule_makespan(g, order, opts->threads > 0 ? opts->threads : 1, &ms, NULL) == BP_OK)
-            (*out)->stats.makespan = ms;
-        (*out)->stats.sched_optimal = info.optimal;
-        (*out)->stats.schedule_seconds = ts;
-        (*out)->stats.plan_seconds = bp__now() - t0;
-    }
-    bp__free(&g->alloc, order, g->n_o * sizeof *order);
-    return s;
 }

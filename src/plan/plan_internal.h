@@ -41,10 +41,22 @@ struct bp_plan {
     bp_sched_kind sched;
     bp_assign_kind assign;
     bp_plan_stats stats;
+    /* control flow: one plan per body of the graph (g->bodies order), each
+     * placed at body_base[i] in this plan's arena (plan_graph.c) */
+    int32_t n_bodies;
+    bp_plan **bodies;
+    uint64_t *body_base;
 };
 
 /* Allocates an empty plan (order/tp arrays sized). */
 bp_plan *bp__plan_alloc(const bp_allocator *a, int32_t n_t, int32_t n_o);
+/* plan_graph.c.  Bytes of the slots at the start of body b's reservation (the
+ * inputs a Loop or Scan refills each iteration), each aligned; slot_off (n_io
+ * entries, may be NULL) gets each io's slot offset or BP_NO_OFFSET.
+ * BP_ERR_UNSUPPORTED when a slot has a dynamic size. */
+bp_status bp__body_slots(const bp_graph *g, const bp__body *b, uint64_t align, uint64_t *slot_off, uint64_t *total, bp_error *err);
+/* bp_plan_graph_order without the bodies (plan.c); plan_graph.c adds them. */
+bp_status bp__plan_flat(const bp_graph *g, const bp_plan_options *opts, const int32_t *order, bp_plan **out, bp_error *err);
 /* Builds the event table from order and tp (lazy ALLOC, FREE after last use). */
 bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err);
 

@@ -59,6 +59,8 @@ static bool pj_listed(const bp_tensor_plan *tp)
     return tp->first >= 0 || tp->offset != BP_NO_OFFSET || tp->buffer >= 0 || tp->alias_of >= 0;
 }
 
+static bp_status pj_write_bodies(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err);
+
 bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err)
 {
     bp_status s = pj_check_ids(p, g, err);
@@ -106,10 +108,33 @@ bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, 
     }
     fputs(p->n_ev ? "\n ],\n" : "],\n", f);
     fprintf(f, " \"stats\": {\"naive_bytes\": %" PRIu64 ", \"lower_bound_bytes\": %" PRIu64 ", \"alias_saved_bytes\": %" PRIu64
-               ", \"dynamic_bytes\": %" PRIu64 ", \"peak_step\": %" PRId32 ", \"plan_seconds\": %.17g, \"optimal\": %s}\n}\n",
+               ", \"dynamic_bytes\": %" PRIu64 ", \"peak_step\": %" PRId32 ", \"plan_seconds\": %.17g, \"optimal\": %s}",
             st->naive_bytes, st->lower_bound_bytes, st->alias_saved_bytes, st->dynamic_bytes, st->peak_step,
             isfinite(st->plan_seconds) && st->plan_seconds >= 0 ? st->plan_seconds : 0.0, st->optimal ? "true" : "false");
+    s = pj_write_bodies(p, g, f, err);
+    if (s) return s;
+    fputs("\n}\n", f);
     if (ferror(f)) return bp__err(err, BP_ERR_IO, "%s: write error", g->name);
+    return BP_OK;
+}
+
+/* "bodies": one entry per body of the graph, its plan nested. */
+static bp_status pj_write_bodies(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err)
+{
+    if (!g->n_bodies) return BP_OK;
+    if ((size_t)p->n_bodies != g->n_bodies)
+        return bp__err(err, BP_ERR_USAGE, "%s: the plan has %d body plans, the graph %zu bodies", g->name, (int)p->n_bodies, g->n_bodies);
+    fputs(",\n \"bodies\": [", f);
+    for (size_t i = 0; i < g->n_bodies; i++) {
+        const bp__body *b = &g->bodies[i];
+        fputs(i ? ",\n  {\"op\": " : "\n  {\"op\": ", f);
+        bp__json_str(f, bp__names_get(&g->onames, b->op));
+        fprintf(f, ", \"kind\": \"%s\", \"base\": %" PRIu64 ", \"plan\":\n", bp_body_kind_name(b->kind), p->body_base[i]);
+        bp_status s = bp_plan_write_json_file(p->bodies[i], b->g, f, err);
+        if (s) return s;
+        fputs("  }", f);
+    }
+    fputs("\n ]", f);
     return BP_OK;
 }
 
@@ -276,6 +301,13 @@ static bp_status pj_schedule(pj_ctx *c, const json_t *sch)
     return BP_OK;
 }
 
+/* Entry i of array `list`: where = "list[i]"; it must be an object. */
+static bp_status pj_entry(pj_ctx *c, char *where, size_t cap, const char *list, size_t i, const json_t *v)
+{
+    snprintf(where, cap, "%s[%zu]", list, i);
+    return json_is_object(v) ? BP_OK : pj_bad(c, where, "is %s, not an object", bp__json_type(v));
+}
+
 static bp_status pj_tensors(pj_ctx *c, const json_t *arr)
 {
     if (!arr) return pj_bad(c, "", "\"tensors\" is missing");
@@ -286,10 +318,9 @@ static bp_status pj_tensors(pj_ctx *c, const json_t *arr)
     const json_t *v;
     json_array_foreach(arr, i, v) {
         char where[700];
-        snprintf(where, sizeof where, "tensors[%zu]", i);
-        if (!json_is_object(v)) return pj_bad(c, where, "is %s, not an object", bp__json_type(v));
         int32_t t = -1;
-        bp_status s = pj_name(c, where, v, "name", false, false, &t);
+        bp_status s = pj_entry(c, where, sizeof where, "tensors", i, v);
+        if (!s) s = pj_name(c, where, v, "name", false, false, &t);
         if (s) return s;
         const char *name = bp__names_get(&c->g->tnames, t);
         snprintf(where, sizeof where, "tensor \"%.600s\"", name);
@@ -404,6 +435,49 @@ static bp_tensor_kind pj_default_kind(const bp_graph *g, int32_t t)
     return (x->flags & BP_TENSOR_OUTPUT) ? BP_KIND_OUTPUT : BP_KIND_PLANNED;
 }
 
+static bp_status pj_build(json_t *root, const char *file, const bp_graph *g, bp_plan **out, bp_error *err);
+
+/* "bodies": a plan per body of the graph, in its order, naming its op and kind. */
+static bp_status pj_bodies(pj_ctx *c, const json_t *arr)
+{
+    const bp_graph *g = c->g;
+    bp_plan *p = c->p;
+    if (!g->n_bodies) return arr ? pj_bad(c, "", "\"bodies\" given, but the graph has no control flow") : BP_OK;
+    if (!arr || !json_is_array(arr) || json_array_size(arr) != g->n_bodies)
+        return pj_bad(c, "", "\"bodies\" must be an array of %zu entries, one per body of the graph", g->n_bodies);
+    p->bodies = bp__calloc(&p->alloc, g->n_bodies, sizeof *p->bodies);
+    p->body_base = bp__calloc(&p->alloc, g->n_bodies, sizeof *p->body_base);
+    if (!p->bodies || !p->body_base) {
+        bp__free(&p->alloc, p->bodies, g->n_bodies * sizeof *p->bodies);
+        bp__free(&p->alloc, p->body_base, g->n_bodies * sizeof *p->body_base);
+        p->bodies = NULL; p->body_base = NULL;
+        return bp__err(c->err, BP_ERR_NOMEM, "%s: out of memory", c->file);
+    }
+    p->n_bodies = (int32_t)g->n_bodies;
+    p->stats.n_control_flow = bp_graph_n_control_flow(g);
+    for (size_t i = 0; i < g->n_bodies; i++) {
+        const bp__body *b = &g->bodies[i];
+        const json_t *e = json_array_get(arr, i);
+        char where[64];
+        int32_t op = -1;
+        bp_status s = pj_entry(c, where, sizeof where, "bodies", i, e);
+        if (!s) s = pj_name(c, where, e, "op", true, false, &op);
+        if (s) return s;
+        const json_t *k = json_object_get(e, "kind");
+        if (op != b->op || !json_is_string(k) || strcmp(json_string_value(k), bp_body_kind_name(b->kind)))
+            return pj_bad(c, where, "must be the %s body of op \"%s\"", bp_body_kind_name(b->kind), bp__names_get(&g->onames, b->op));
+        if ((s = pj_u64(c, where, e, "base", false, &p->body_base[i]))) return s;
+        json_t *jp = json_object_get(e, "plan");
+        if (!jp) return pj_bad(c, where, "\"plan\" is missing");
+        json_incref(jp);
+        if ((s = pj_build(jp, c->file, b->g, &p->bodies[i], c->err))) return s;
+        const bp_plan_stats *cs = &p->bodies[i]->stats;
+        p->stats.n_control_flow += cs->n_control_flow;
+        p->stats.n_body_planned += cs->n_planned + cs->n_body_planned;
+    }
+    return BP_OK;
+}
+
 /* Reads the document into a plan; takes ownership of root. */
 static bp_status pj_build(json_t *root, const char *file, const bp_graph *g, bp_plan **out, bp_error *err)
 {
@@ -465,6 +539,7 @@ static bp_status pj_build(json_t *root, const char *file, const bp_graph *g, bp_
     }
     if ((s = pj_events(&c, json_object_get(root, "events")))) goto done;
     if ((s = pj_stats(&c, json_object_get(root, "stats")))) goto done;
+    if ((s = pj_bodies(&c, json_object_get(root, "bodies")))) goto done;
     /* Counts the file does not carry. */
     for (int32_t t = 0; t < p->n_t; t++) {
         const bp_tensor_plan *tp = &p->tp[t];

@@ -16,7 +16,10 @@
  *    storages kept in a treap ordered by offset, so each insertion checks only
  *    its neighbours — O(n log n);
  * 5. the lower bound in the plan's stats equals max live bytes; events do not
- *    allocate after first use or free before last use.
+ *    allocate after first use or free before last use;
+ * 6. control flow: every body's plan passes this verifier against the body's
+ *    graph, and the op's reservation (its size the plan's claim, checked
+ *    here) holds the body's slots and arena at the base the plan gives.
  */
 #include "plan/plan_internal.h"
 
@@ -49,6 +52,15 @@ static void reason(vctx *v, const char *fmt, ...)
     if (w > 0) v->len += (size_t)w;
     if (v->len >= cap) v->len = cap - 1;
     m[v->len] = 0;
+}
+
+/* A tensor's true size: the graph's, except for a control-flow reservation,
+ * whose size is the plan's claim (vf_bodies checks that it holds the bodies). */
+static uint64_t vf_bytes(const vctx *v, int32_t t)
+{
+    for (size_t i = 0; i < v->g->n_bodies; i++)
+        if (v->g->bodies[i].reserve == t) return v->p->tp[t].bytes;
+    return v->g->t[t].bytes;
 }
 
 #define TN(t) bp__names_get(&v->g->tnames, (t))
@@ -252,7 +264,7 @@ static void vf_tensors(vctx *v, vdata *d)
         if (d->first[t] >= 0 && (tp->first > d->first[t] || tp->last < d->last[t]))
             reason(v, "tensor \"%s\": the plan's interval [%d, %d] does not cover its lifetime [%d, %d]",
                    TN((int32_t)t), tp->first, tp->last, d->first[t], d->last[t]);
-        if (in_arena && tp->bytes != x->bytes)
+        if (in_arena && tp->bytes != vf_bytes(v, (int32_t)t))
             reason(v, "tensor \"%s\": the plan says %llu bytes, the graph %llu", TN((int32_t)t),
                    (unsigned long long)tp->bytes, (unsigned long long)x->bytes);
         if (in_arena && p->alignment > 1 && tp->offset % p->alignment)
@@ -318,7 +330,7 @@ static void vf_views(vctx *v, vdata *d)
     }
     for (size_t t = 0; t < nt; t++) {
         if (d->vroot[t] != (int32_t)t) continue;
-        d->ssize[t] = g->t[t].bytes;
+        d->ssize[t] = vf_bytes(v, (int32_t)t);
         d->soff[t] = p->tp[t].offset;
     }
     /* Members of a view group share the root's offset. */
@@ -503,7 +515,7 @@ static void vf_stats(vctx *v, vdata *d)
     }
     for (size_t t = 0; t < d->nt; t++)
         if (g->t[t].producer >= 0 && !g->t[t].dynamic && (!(g->t[t].flags & BP_TENSOR_CONST) || consts_planned))
-            naive += g->t[t].bytes;
+            naive += vf_bytes(v, (int32_t)t);
     if (ps->peak_step < -1 || ps->peak_step >= (int32_t)d->no)
         reason(v, "peak_step %d is not a step of the schedule (0..%zu)", ps->peak_step, d->no - 1);
     if (ps->arena_bytes != top)
@@ -550,6 +562,38 @@ static void vf_events(vctx *v, vdata *d)
     }
 }
 
+/* 6. Control flow. */
+static bp_status vf_bodies(vctx *v)
+{
+    const bp_graph *g = v->g;
+    const bp_plan *p = v->p;
+    if ((size_t)p->n_bodies != g->n_bodies) {
+        reason(v, "the plan has %d body plans, the graph %zu bodies", (int)p->n_bodies, g->n_bodies);
+        return BP_OK;
+    }
+    for (size_t i = 0; i < g->n_bodies; i++) {
+        const bp__body *b = &g->bodies[i];
+        const bp_plan *c = p->bodies[i];
+        const bp_tensor_plan *r = &p->tp[b->reserve];
+        const char *kind = bp_body_kind_name(b->kind);
+        bp_error ce = {0};
+        uint64_t slots = 0;
+        bp_status s = c ? bp_verify(b->g, c, &ce) : BP_ERR_VERIFY;
+        if (s && s != BP_ERR_VERIFY) { if (v->err) *v->err = ce; return s; }
+        if (s) { reason(v, "op \"%s\", %s body: %s", ON(b->op), kind, c ? ce.msg : "no plan"); continue; }
+        if ((s = bp__body_slots(g, b, p->alignment, NULL, &slots, &ce))) { reason(v, "%s", ce.msg); continue; }
+        if (r->offset == BP_NO_OFFSET) { reason(v, "op \"%s\": its reservation \"%s\" is not in the arena", ON(b->op), TN(b->reserve)); continue; }
+        if (p->body_base[i] != r->offset + slots)
+            reason(v, "op \"%s\", %s body: base %llu, expected %llu (the reservation's offset + %llu bytes of slots)", ON(b->op), kind,
+                   (unsigned long long)p->body_base[i], (unsigned long long)(r->offset + slots), (unsigned long long)slots);
+        if (slots + c->stats.arena_bytes > r->bytes)
+            reason(v, "op \"%s\", %s body: needs %llu bytes (%llu of slots, an arena of %llu), its reservation \"%s\" holds %llu", ON(b->op),
+                   kind, (unsigned long long)(slots + c->stats.arena_bytes), (unsigned long long)slots,
+                   (unsigned long long)c->stats.arena_bytes, TN(b->reserve), (unsigned long long)r->bytes);
+    }
+    return BP_OK;
+}
+
 bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
 {
     vctx vc = {g, p, err, 0, 0}, *v = &vc;
@@ -594,6 +638,7 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
     if (!v->n_reasons && (st = vf_arena(v, &d)) != BP_OK) goto out;
     if (!v->n_reasons) vf_events(v, &d);
     if (!v->n_reasons) vf_stats(v, &d);
+    if (!v->n_reasons && (g->n_bodies || p->n_bodies) && (st = vf_bodies(v)) != BP_OK) goto out;
 
     if (v->n_reasons) {
         if (v->n_reasons > VERIFY_MAX_REASONS && err) {

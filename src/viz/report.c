@@ -41,6 +41,9 @@ static void rep_msg(char *dst, size_t cap, const char *src)
 
 bp_status bp_report_run(const bp_graph *g, const bp_plan_options *base, bp_report *out, bp_error *err)
 {
+    if (g->n_bodies)
+        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: the report compares strategies on graphs without control flow; this one has %d control-flow ops (plan it with bufplan plan -s and -a)",
+                       g->name, (int)bp_graph_n_control_flow(g));
     if (!g || !out) return bp__err(err, BP_ERR_USAGE, "report: NULL graph or report");
     if (!g->finalized) return bp__err(err, BP_ERR_USAGE, "%s: the graph is not finalized", g->name);
     bp_plan_options defaults;

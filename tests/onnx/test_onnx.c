@@ -91,13 +91,15 @@ static uint64_t plan_lower_bound(const bp_graph *g, int plan_constants, bool *ve
 }
 
 /* Default options (aliasing on, default scheduler and assigner) must plan and verify too. */
-static void plan_default(const bp_graph *g, const char *name)
+static void plan_default(bp_graph *g, const char *name)
 {
     bp_plan_options po;
     bp_plan_options_init(&po);
     bp_plan *p = NULL;
     bp_error err;
-    bp_status s = bp_plan_graph(g, &po, &p, &err);
+    bp_status s = bp_graph_reserve_bodies(g, &po, &err);
+    CHECK_MSG(s == BP_OK, "%s: reserving the bodies: %s", name, err.msg);
+    s = bp_plan_graph(g, &po, &p, &err);
     CHECK_MSG(s == BP_OK, "%s: default plan: %s", name, err.msg);
     if (s) return;
     s = bp_verify(g, p, &err);
@@ -520,9 +522,28 @@ static void test_control_flow(void)
         CHECK(op >= 0 && bp_graph_op_n_inputs(gr, op) == 2);
         CHECK(bp_graph_op_input(gr, op, 1) == bp_graph_find_tensor(gr, "outer"));
         CHECK(st.n_control_flow == 1);
-        /* both branches declare [2,4] float: inferable */
+        /* both branches infer [2,4] float */
         CHECK(bp_graph_tensor_bytes(gr, bp_graph_find_tensor(gr, "y")) == 32);
+        /* each branch is a body of its own: Relu / Neg of the outer value */
+        CHECK(bp_graph_n_bodies(gr) == 2 && bp_graph_n_control_flow(gr) == 1);
+        bp_body_info bi;
+        CHECK_OK(bp_graph_body(gr, 1, &bi, &err), err);
+        CHECK(bi.op == op && bi.kind == BP_BODY_ELSE && bp_graph_n_ops(bi.graph) == 1);
+        CHECK(!strcmp(bp_graph_op_type(bi.graph, 0), "Neg"));
+        int32_t outer = bp_graph_find_tensor(bi.graph, "outer");
+        CHECK(outer >= 0 && (bp_graph_tensor_flags(bi.graph, outer) & BP_TENSOR_INPUT));
         plan_default(gr, "if");
+        /* the reservation holds the larger branch: one 32-byte tensor, aligned to 256 */
+        CHECK(bp_graph_tensor_bytes(gr, bp_graph_find_tensor(gr, "if#bodies")) == 256);
+        bp_plan *p = NULL;
+        CHECK_OK(bp_plan_graph(gr, NULL, &p, &err), err);
+        if (p) {
+            CHECK(bp_plan_n_bodies(p) == 2 && bp_plan_get_stats(p)->n_control_flow == 1 && bp_plan_get_stats(p)->n_body_planned == 2);
+            const bp_tensor_plan *r = bp_plan_tensor(p, bp_graph_find_tensor(gr, "if#bodies"));
+            CHECK(bp_plan_body_base(p, 0) == r->offset && bp_plan_body_base(p, 1) == r->offset);
+            CHECK(bp_plan_get_stats(bp_plan_body(p, 1))->arena_bytes == 256);
+            bp_plan_free(p);
+        }
         bp_graph_free(gr);
     }
     pb_free(&m);

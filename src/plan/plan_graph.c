@@ -1,0 +1,164 @@
+/*
+ * plan_graph.c — the planning entry points: schedule (unless the caller gives
+ * the order), the pipeline of plan.c, then the plans of control-flow bodies,
+ * nested in the parent's arena.
+ *
+ * A control-flow op's reservation (an output of the op that lives only at its
+ * step) is placed by the parent's planner like any tensor.  Inside it lie,
+ * from its start: the slots a Loop or Scan refills each iteration (iteration
+ * number, condition, carried values, slices; each aligned), then the body's
+ * own arena, planned by the same pipeline as the parent.  An If's branches
+ * both start at the reservation's start: only one of them runs.  Sizing
+ * (bp_graph_reserve_bodies) plans each body, innermost first, and writes the
+ * reservation's bytes into the graph; planning (bp__plan_bodies) plans them
+ * again with the same options, which gives the same plans, and checks that
+ * they fit.
+ */
+#include "plan/plan_internal.h"
+
+#include <string.h>
+
+static bool is_slot(bp_body_io_kind k) { return k == BP_BODY_ITER || k == BP_BODY_COND || k == BP_BODY_CARRIED || k == BP_BODY_SLICE; }
+
+bp_status bp__body_slots(const bp_graph *g, const bp__body *b, uint64_t align, uint64_t *slot_off, uint64_t *total, bp_error *err)
+{
+    uint64_t off = 0;
+    for (int32_t q = 0; q < b->n_io; q++) {
+        const bp_body_io *e = &b->io[q];
+        if (slot_off) slot_off[q] = BP_NO_OFFSET;
+        if (!is_slot(e->kind)) continue;
+        const bp__tensor *x = &b->g->t[e->body_tensor];
+        if (x->dynamic)
+            return bp__err(err, BP_ERR_UNSUPPORTED, "%s: op \"%s\": body input \"%s\" changes size from one iteration to the next; bufplan cannot reserve it",
+                           g->name, bp__names_get(&g->onames, b->op), bp__names_get(&b->g->tnames, e->body_tensor));
+        if (slot_off) slot_off[q] = off;
+        off += bp__align_up(x->bytes, align);
+    }
+    *total = off;
+    return BP_OK;
+}
+
+/* The options a body is planned with: the parent's, without a budget (the
+ * parent's arena, reservation included, is what the budget bounds). */
+static bp_plan_options body_options(const bp_plan_options *o)
+{
+    bp_plan_options b = *o;
+    b.budget = 0;
+    b.progress = 0;
+    return b;
+}
+
+/* Bytes body i needs: slots + its arena, planned now. */
+static bp_status body_need(const bp_graph *g, size_t i, const bp_plan_options *o, uint64_t *need, bp_plan **keep, bp_error *err)
+{
+    const bp__body *b = &g->bodies[i];
+    uint64_t slots;
+    bp_status s = bp__body_slots(g, b, o->alignment ? o->alignment : 1, NULL, &slots, err);
+    bp_plan *bp = NULL;
+    if (!s) s = bp_plan_graph(b->g, o, &bp, err);
+    if (s) return s;
+    *need = slots + bp->stats.arena_bytes;
+    if (keep) *keep = bp;
+    else bp_plan_free(bp);
+    return BP_OK;
+}
+
+bp_status bp_graph_reserve_bodies(bp_graph *g, const bp_plan_options *opts, bp_error *err)
+{
+    bp_plan_options defaults;
+    if (!opts) { bp_plan_options_init(&defaults); opts = &defaults; }
+    bp_plan_options o = body_options(opts);
+    for (size_t i = 0; i < g->n_bodies; i++) g->t[g->bodies[i].reserve].bytes = 0;
+    for (size_t i = 0; i < g->n_bodies; i++) {
+        bp__body *b = &g->bodies[i];
+        bp_status s = bp_graph_reserve_bodies(b->g, &o, err);
+        if (!s) s = bp_graph_finalize(b->g, err);
+        uint64_t need = 0;
+        if (!s) s = body_need(g, i, &o, &need, NULL, err);
+        if (s) return s;
+        if (need > g->t[b->reserve].bytes) g->t[b->reserve].bytes = need;
+    }
+    return bp_graph_finalize(g, err);
+}
+
+/* Plans every body of g into p (after p's own placement): the bodies'
+ * reservations must hold them (bp_graph_reserve_bodies). */
+static bp_status plan_bodies(bp_plan *p, const bp_graph *g, const bp_plan_options *opts, bp_error *err)
+{
+    size_t n = g->n_bodies;
+    p->bodies = bp__calloc(&p->alloc, n, sizeof *p->bodies);
+    p->body_base = bp__alloc(&p->alloc, n * sizeof *p->body_base);
+    if (!p->bodies || !p->body_base) {
+        bp__free(&p->alloc, p->bodies, n * sizeof *p->bodies);
+        bp__free(&p->alloc, p->body_base, n * sizeof *p->body_base);
+        p->bodies = NULL;
+        p->body_base = NULL;
+        return bp__err(err, BP_ERR_NOMEM, "%s: out of memory planning bodies", g->name);
+    }
+    p->n_bodies = (int32_t)n;
+    bp_plan_options o = body_options(opts);
+    p->stats.n_control_flow = bp_graph_n_control_flow(g);
+    for (size_t i = 0; i < n; i++) {
+        const bp__body *b = &g->bodies[i];
+        uint64_t need = 0, slots = 0, have = g->t[b->reserve].bytes;
+        bp_status s = body_need(g, i, &o, &need, &p->bodies[i], err);
+        if (!s) s = bp__body_slots(g, b, p->alignment, NULL, &slots, err);
+        if (s) return s;
+        if (need > have)
+            return bp__err(err, BP_ERR_USAGE, "%s: op \"%s\": its %s body needs %llu bytes, its reservation \"%s\" holds %llu (size it with bp_graph_reserve_bodies and the same options)",
+                           g->name, bp__names_get(&g->onames, b->op), bp_body_kind_name(b->kind), (unsigned long long)need,
+                           bp__names_get(&g->tnames, b->reserve), (unsigned long long)have);
+        p->body_base[i] = p->tp[b->reserve].offset + slots;
+        const bp_plan_stats *cs = &p->bodies[i]->stats;
+        p->stats.n_control_flow += cs->n_control_flow;
+        p->stats.n_body_planned += cs->n_planned + cs->n_body_planned;
+    }
+    return BP_OK;
+}
+
+int32_t bp_plan_n_bodies(const bp_plan *p) { return p->n_bodies; }
+const bp_plan *bp_plan_body(const bp_plan *p, int32_t i) { return i >= 0 && i < p->n_bodies ? p->bodies[i] : NULL; }
+uint64_t bp_plan_body_base(const bp_plan *p, int32_t i) { return i >= 0 && i < p->n_bodies ? p->body_base[i] : BP_NO_OFFSET; }
+
+bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts, const int32_t *order, bp_plan **out, bp_error *err)
+{
+    bp_plan_options defaults;
+    if (!opts) { bp_plan_options_init(&defaults); opts = &defaults; }
+    bp_status s = bp__plan_flat(g, opts, order, out, err);
+    if (s || !g->n_bodies) return s;
+    double t0 = bp__now();
+    s = plan_bodies(*out, g, opts, err);
+    if (s) { bp_plan_free(*out); *out = NULL; return s; }
+    (*out)->stats.plan_seconds += bp__now() - t0;
+    return BP_OK;
+}
+
+bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan **out, bp_error *err)
+{
+    *out = NULL;
+    if (!g->finalized) return bp__err(err, BP_ERR_USAGE, "%s: the graph is not finalized (call bp_graph_finalize)", g->name);
+    bp_plan_options defaults;
+    if (!opts) { bp_plan_options_init(&defaults); opts = &defaults; }
+    int32_t *order = bp__alloc(&g->alloc, (g->n_o ? g->n_o : 1) * sizeof *order);
+    if (!order) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
+    double t0 = bp__now();
+    bp_schedule_info info;
+    memset(&info, 0, sizeof info);
+    /* given and kahn without a budget need no evaluator (their peak is the
+     * plan's lower bound anyway): the fast path of bp_schedule */
+    bp_status s = (opts->sched == BP_SCHED_GIVEN || opts->sched == BP_SCHED_KAHN) && !opts->budget
+                      ? bp_schedule(g, opts, order, err)
+                      : bp_schedule_ex(g, opts, order, &info, err);
+    double ts = bp__now() - t0;
+    if (!s) s = bp_plan_graph_order(g, opts, order, out, err);
+    if (*out) {
+        double ms = 0;
+        if (bp_schedule_makespan(g, order, opts->threads > 0 ? opts->threads : 1, &ms, NULL) == BP_OK)
+            (*out)->stats.makespan = ms;
+        (*out)->stats.sched_optimal = info.optimal;
+        (*out)->stats.schedule_seconds = ts;
+        (*out)->stats.plan_seconds = bp__now() - t0;
+    }
+    bp__free(&g->alloc, order, g->n_o * sizeof *order);
+    return s;
+}
