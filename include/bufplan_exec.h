@@ -76,6 +76,8 @@ typedef struct bp_exec_options {
     const bp_pool_options *pool;   /* options of the pool; NULL = defaults */
     const bp_plan_options *plan;   /* DYNAMIC / SAFE without a plan: how to order the ops
                                       (NULL = defaults) */
+    int64_t max_loop_trips;        /* control flow: at most this many iterations of a Loop
+                                      (0 = 65536); docs/EXECUTOR.md */
 } bp_exec_options;
 
 BP_API void bp_exec_options_init(bp_exec_options *o);

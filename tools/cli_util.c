@@ -358,12 +358,16 @@ static bool is_json_file(const char *path, char **data, size_t *len)
  * planned as they are, their tensors would be left out of the arena and the
  * report would show a plan of what is left (an arena of 0 B for a model
  * whose every activation depends on the batch size). */
-static bp_status check_bound(const bp_graph *g, const char *path, bp_error *err)
+typedef struct unbound {
+    const char *names[16];
+    int n_names, n_tensors;
+    bool more;
+} unbound;
+
+/* Tensors of g and of its bodies (control flow, any depth) with a named
+ * unbound dimension. */
+static void collect_unbound(const bp_graph *g, unbound *u)
 {
-    enum { MAX_LISTED = 16 };
-    const char *names[MAX_LISTED];
-    int n_names = 0, n_tensors = 0;
-    bool more = false;
     int64_t dims[256];
     for (int32_t t = 0; t < bp_graph_n_tensors(g); t++) {
         int r = bp_graph_tensor_dims(g, t, dims, 256);
@@ -376,12 +380,26 @@ static bp_status check_bound(const bp_graph *g, const char *path, bp_error *err)
             if (!sym || sym[0] == '?') continue;
             dyn = true;
             int j = 0;
-            while (j < n_names && strcmp(names[j], sym)) j++;
-            if (j == n_names && n_names < MAX_LISTED) names[n_names++] = sym;
-            else if (j == n_names) more = true;
+            while (j < u->n_names && strcmp(u->names[j], sym)) j++;
+            if (j == u->n_names && u->n_names < 16) u->names[u->n_names++] = sym;
+            else if (j == u->n_names) u->more = true;
         }
-        n_tensors += dyn;
+        u->n_tensors += dyn;
     }
+    for (int32_t i = 0; i < bp_graph_n_bodies(g); i++) {
+        bp_body_info b;
+        if (bp_graph_body(g, i, &b, NULL) == BP_OK) collect_unbound(b.graph, u);
+    }
+}
+
+static bp_status check_bound(const bp_graph *g, const char *path, bp_error *err)
+{
+    unbound u;
+    memset(&u, 0, sizeof u);
+    collect_unbound(g, &u);
+    const char *const *names = u.names;
+    int n_names = u.n_names, n_tensors = u.n_tensors;
+    bool more = u.more;
     if (!n_tensors) return BP_OK;
     char list[1024] = "";
     size_t L = 0;

@@ -101,6 +101,27 @@ static void vf_add(bp_error *err, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Bodies of control flow, recursively: the first tensor (its body graph in
+ * *bg) that a body's op read with other contents in the two runs; -1 when all
+ * agree.  *n counts the body tensors compared. */
+static int32_t vf_bodies(const bp_exec *pe, const bp_exec *se, const bp_graph **bg, uint64_t *n)
+{
+    for (int32_t i = 0; i < pe->n_child && i < se->n_child; i++) {
+        const bp_exec *a = pe->child[i], *b = se->child[i];
+        const bp_graph *g = a->g;
+        if (!a->io_hash || !b->io_hash) continue;
+        for (int32_t op = 0; op < a->no; op++)
+            for (int k = 0; k < g->o[op].n_in; k++) {
+                uint32_t q = a->io_off[op] + (uint32_t)k;
+                (*n)++;
+                if (a->io_hash[q] != b->io_hash[q]) { *bg = g; return bp__op_in(g, op)[k]; }
+            }
+        int32_t t = vf_bodies(a, b, bg, n);
+        if (t >= 0) return t;
+    }
+    return -1;
+}
+
 static bp_status vf_one(const bp_graph *g, const bp_plan *plan, const bp_exec_options *o, uint64_t seed,
                         FILE *report, bp_error *err)
 {
@@ -151,11 +172,20 @@ static bp_status vf_one(const bp_graph *g, const bp_plan *plan, const bp_exec_op
             }
         }
     }
+    const bp_graph *bad_bg = NULL;
+    uint64_t n_body = 0;
+    int32_t bad_body_t = vf_bodies(pe, se, &bad_bg, &n_body);
+    if (bad_body_t >= 0) {
+        s = bp__err(err, BP_ERR_VERIFY, "%s: the planned run (%d thread%s) differs from the safe run inside body \"%s\": tensor \"%s\" was read with other contents",
+                    g->name, po.threads, po.threads == 1 ? "" : "s", bad_bg->name, bp_graph_tensor_name(bad_bg, bad_body_t));
+        if (report) fprintf(report, "verify: FAILED: %s\n", err ? err->msg : "");
+        goto done;
+    }
     if (bad_t < 0 && bad_out < 0) {
         if (report)
             fprintf(report, "verify: ok: %s run on %d thread%s matches the safe run (%" PRIu64 " outputs, %" PRIu64
-                    " bytes, every tensor as read)\n", bp_exec_mode_name(po.mode), po.threads, po.threads == 1 ? "" : "s",
-                    n_out, out_bytes);
+                    " bytes, every tensor as read%s)\n", bp_exec_mode_name(po.mode), po.threads, po.threads == 1 ? "" : "s",
+                    n_out, out_bytes, n_body ? ", bodies of control flow included" : "");
         s = BP_OK;
         goto done;
     }

@@ -189,6 +189,15 @@ static bp_status ex_op(bp_exec *ex, int32_t op, int thr, bp__exec_local *L, bp_e
     bp_exec_call c = {ex->g, op, bp__names_get(&ex->g->onames, op), bp__names_get(&ex->g->types, x->type),
                       x->n_in, x->n_out, b, b + x->n_in, thr};
     if (ex->o.history) { ex->op_t0[op] = ex_tick(ex); ex->op_thr[op] = thr; }
+    if (ex->is_cf && ex->is_cf[op]) {
+        bp_status cs = bp__exec_cf_run(ex, op, err);
+        if (ex->o.history) ex->op_t1[op] = ex_tick(ex);
+        L->n_ops++;
+        if (cs) return cs;
+        if (h)
+            for (int k = x->n_in; k < n; k++) h[k] = bp_digest_hash(b[k].data, b[k].bytes, 0);
+        return BP_OK;
+    }
     bp_error kerr;
     kerr.status = BP_OK;
     kerr.msg[0] = 0;
@@ -388,12 +397,16 @@ void bp_exec_set_kernel(bp_exec *ex, bp_kernel_fn fn, void *user)
     ex->def_fn = fn;
     ex->def_user = user;
     ex->kdirty = true;
+    for (int32_t i = 0; i < ex->n_child; i++) bp_exec_set_kernel(ex->child[i], fn, user);
 }
 
 bp_status bp_exec_set_type_kernel(bp_exec *ex, const char *op_type, bp_kernel_fn fn, void *user, bp_error *err)
 {
     if (!ex || !op_type) return bp__err(err, BP_ERR_USAGE, "exec: set type kernel: NULL argument");
     int32_t ty = bp__names_find(&ex->g->types, op_type, strlen(op_type));
+    bool in_body = false;   /* bodies (control flow) get it too, where the type occurs */
+    for (int32_t i = 0; i < ex->n_child; i++) in_body |= bp_exec_set_type_kernel(ex->child[i], op_type, fn, user, NULL) == BP_OK;
+    if (ty < 0 && in_body) return BP_OK;
     if (ty < 0) return bp__err(err, BP_ERR_USAGE, "%s: no op has type \"%s\"", ex->g->name, op_type);
     if (!ex->type_fn) {
         ex->n_types = ex->g->types.n;
@@ -498,6 +511,7 @@ void bp_exec_free(bp_exec *ex)
         pthread_mutex_unlock(&ex->mu);
         for (int i = 0; i < ex->n_tid; i++) pthread_join(ex->tid[i], NULL);
     }
+    if (ex->child) bp__exec_cf_free(ex);
     if (ex->sk && ex->sptr && ex->root && ex->mem) ex_release_all(ex);
     for (int i = 0; i < ex->n_ploc; i++) bp_pool_local_free(ex->ploc[i]);
     bp_pool_free(ex->pool);
@@ -611,9 +625,10 @@ static bp_status ex_setup_memory(bp_exec *ex, bp_error *err)
     po.alloc = &ex->a;
     bp_status s;
     ex->arena_bytes = mode == BP_EXEC_PLANNED ? p->stats.arena_bytes : 0;
-    if (mode == BP_EXEC_PLANNED) s = bp_pool_new_arena(ex->arena_bytes, &po, &ex->pool, err);
-    else s = bp_pool_new(&po, &ex->pool, err);
+    if (mode == BP_EXEC_PLANNED && !ex->arena_base) s = bp_pool_new_arena(ex->arena_bytes, &po, &ex->pool, err);
+    else s = bp_pool_new(&po, &ex->pool, err);   /* a body's arena lies in its parent's */
     if (s) return s;
+    if (mode == BP_EXEC_PLANNED && !ex->arena_base) ex->arena_base = bp_pool_arena_base(ex->pool);
     bp_pool_options xo;
     bp_pool_options_init(&xo);
     xo.alloc = &ex->a;
@@ -659,7 +674,15 @@ static bp_status ex_setup_memory(bp_exec *ex, bp_error *err)
         if (ex->root[r] != r || ex->sk[r] != BP__SK_ARENA) continue;
         for (int32_t k = ex->mem_off[r]; k < ex->mem_off[r + 1]; k++) {
             int32_t t = ex->mem[k];
-            uint64_t off = p->tp[t].offset != BP_NO_OFFSET ? p->tp[t].offset : p->tp[r].offset;
+            uint64_t off = p->tp[t].offset != BP_NO_OFFSET ? p->tp[t].offset : p->tp[r].offset, end;
+            if (ex->pool_is_parents) {   /* a body: its arena is the parent's at arena_base */
+                if (!bp__add_u64(off, ex->tbytes[t], &end) || end > ex->arena_bytes)
+                    return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\" at offset %llu (%llu bytes) does not fit the body's arena of %llu bytes",
+                                   g->name, bp_graph_tensor_name(g, t), (unsigned long long)off, (unsigned long long)ex->tbytes[t],
+                                   (unsigned long long)ex->arena_bytes);
+                ex->tptr[t] = (char *)ex->arena_base + off;
+                continue;
+            }
             if ((s = bp_pool_arena_bind(ex->pool, off, ex->tbytes[t], &ex->tptr[t], err)))
                 return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\" at offset %llu (%llu bytes) does not fit the plan's arena of %llu bytes",
                                g->name, bp_graph_tensor_name(g, t), (unsigned long long)off,
@@ -877,7 +900,19 @@ done:
     return s;
 }
 
+static bp_status ex_new_in(const bp_graph *g, const bp_plan *plan, const bp_exec_options *o, void *arena_at, bp_exec **out,
+                           bp_error *err);
+static const bp__exec_cf_vt ex_cf_vt = {ex_new_in, bp_exec_run, bp_exec_free};
+
 bp_status bp_exec_new(const bp_graph *g, const bp_plan *plan, const bp_exec_options *o, bp_exec **out, bp_error *err)
+{
+    return ex_new_in(g, plan, o, NULL, out, err);
+}
+
+/* bp_exec_new; arena_at, when not NULL, is where a body's arena lies inside
+ * its parent's (planned mode). */
+static bp_status ex_new_in(const bp_graph *g, const bp_plan *plan, const bp_exec_options *o, void *arena_at, bp_exec **out,
+                           bp_error *err)
 {
     if (!out) return bp__err(err, BP_ERR_USAGE, "exec: NULL output");
     *out = NULL;
@@ -902,13 +937,15 @@ bp_status bp_exec_new(const bp_graph *g, const bp_plan *plan, const bp_exec_opti
     ex->no = (int32_t)g->n_o;
     ex->threads = o->threads;
     ex->kdirty = true;
+    ex->arena_base = arena_at;
+    ex->pool_is_parents = arena_at != NULL;
     bp_status s = BP_OK;
     bp_pool_options popt;
     if (o->pool) { popt = *o->pool; ex->o.pool = &popt; }
     if (!plan) {
         bp_plan_options po;
         if (o->plan) po = *o->plan; else bp_plan_options_init(&po);
-        po.assign = BP_ASSIGN_NAIVE;
+        if (!g->n_bodies) po.assign = BP_ASSIGN_NAIVE;   /* bodies must fit the reservations sized for po */
         po.budget = 0;
         po.fence_aware = 0;
         if ((s = bp_plan_graph(g, &po, &ex->own_plan, err))) goto fail;
@@ -951,6 +988,7 @@ bp_status bp_exec_new(const bp_graph *g, const bp_plan *plan, const bp_exec_opti
     if ((s = ex_setup_handles(ex, err))) goto fail;
     if ((s = ex_setup_ops(ex, err))) goto fail;
     if (ex->threads > 1 && (s = ex_setup_deps(ex, err))) goto fail;
+    if (g->n_bodies && (s = bp__exec_cf_setup(ex, &ex_cf_vt, err))) goto fail;
     if (pthread_mutex_init(&ex->mu, NULL)) { s = bp__err(err, BP_ERR_NOMEM, "%s: cannot create a mutex", g->name); goto fail; }
     if (pthread_cond_init(&ex->cv_work, NULL)) {
         pthread_mutex_destroy(&ex->mu);

@@ -100,9 +100,29 @@ struct bp_exec {
     uint64_t *s_alloc, *s_free; int32_t *s_alloc_thr, *s_free_thr; uintptr_t *s_addr;
     uint64_t *io_hash;             /* n_io: inputs as read, outputs as written */
     int ran;                       /* a run completed */
+    /* control flow (control.c) */
+    void *arena_base;              /* planned mode: where the arena starts (a body's: inside its parent's) */
+    bool pool_is_parents;          /* a body's executor: arena_base is the parent's memory */
+    uint8_t *is_cf;                /* no: the op has bodies */
+    bp_exec **child;               /* per body of the graph: its executor */
+    uint64_t **slot_off;           /* per body: each io's slot offset in the reservation, or BP_NO_OFFSET */
+    int32_t n_child;
+    const struct bp__exec_cf_vt *cf_vt;
     /* every metadata block, freed together */
     bp__exec_block *blocks; size_t n_blocks, cap_blocks;
 };
+
+/* control.c: the executors of bodies, made and run through exec.c's entry
+ * points (passed in, so that control.c does not call up into exec.c). */
+#define BP__EXEC_MAX_BODIES 2
+typedef struct bp__exec_cf_vt {
+    bp_status (*new_in)(const bp_graph *g, const bp_plan *plan, const bp_exec_options *o, void *arena_at, bp_exec **out, bp_error *err);
+    bp_status (*run)(bp_exec *ex, bp_exec_run_stats *st, bp_error *err);
+    void (*free)(bp_exec *ex);
+} bp__exec_cf_vt;
+bp_status bp__exec_cf_setup(bp_exec *ex, const bp__exec_cf_vt *vt, bp_error *err);
+bp_status bp__exec_cf_run(bp_exec *ex, int32_t op, bp_error *err);
+void bp__exec_cf_free(bp_exec *ex);
 
 /* True when t is a tenant of its own bytes (written, not a view sharing them). */
 static inline bool bp__exec_is_tenant(const bp_exec *ex, int32_t t)

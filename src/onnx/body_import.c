@@ -36,6 +36,7 @@ typedef struct ox_port {
     bp_body_io_kind kind;
     int32_t parent;      /* importer tensor id in the parent, -1 */
     int32_t link;        /* carried inputs: index of the body output feeding it */
+    bool is_true;        /* a condition known true (then the body sees it as a value) */
 } ox_port;
 
 /* A body output's inferred shape, in the parent's symbol codes. */
@@ -114,6 +115,8 @@ static bp_status ox_child_inputs(bp__ox *cc, const Onnx__GraphProto *gp, const o
         if (id == -2) return bp__err(err, BP_ERR_INVALID, "%s: body input \"%s\" is listed twice", cc->file, vi->name);
         if ((s = bp__ox_shape_from_type(cc, id, vi->type, err))) return s;
         if (in[i].set && (s = bp__ox_set_shape(cc, id, in[i].dt, in[i].rank, in[i].dims, err))) return s;
+        int64_t one = 1;
+        if (in[i].is_true && (s = bp__ox_set_ival(cc, id, 1, &one, NULL, err))) return s;
     }
     return BP_OK;
 }
@@ -442,9 +445,13 @@ static bp_status ox_infer_loop(bp__ox *c, int32_t k, bp_error *err)
     memset(&l, 0, sizeof l);
     size_t n_scan = gp->n_output - 1 - n_car;
     bp_status s = ox_loop_alloc(c, &l, gp->n_input, gp->n_output, err);
+    const bp__ox_val *cv = bp__ox_value(c, cond);
+    bool cond_in_true = cond < 0 || (cv && cv->n == 1 && !bp__ox_val_has_sym(cv, 0) && bp__ox_val_f(cv, 0) != 0);
     if (!s) {
-        l.in[0] = (ox_port){true, BP_DT_I64, 0, {0}, BP_BODY_ITER, -1, -1};
-        l.in[1] = (ox_port){true, BP_DT_BOOL, 0, {0}, BP_BODY_COND, cond, (int32_t)gp->n_input};
+        l.in[0] = (ox_port){true, BP_DT_I64, 0, {0}, BP_BODY_ITER, -1, -1, false};
+        /* a condition true going in, which the body keeps true, is true on every
+         * iteration (by induction): the body sees it as the value true */
+        l.in[1] = (ox_port){true, BP_DT_BOOL, 0, {0}, BP_BODY_COND, cond, (int32_t)gp->n_input, cond_in_true};
         l.out[0] = (ox_port){.kind = BP_BODY_RESULT, .parent = -1, .link = -1};
         for (size_t q = 0; q < n_car; q++) {
             int32_t p = c->io[nd->in_off + 2 + (int32_t)q];
@@ -462,8 +469,7 @@ static bp_status ox_infer_loop(bp__ox *c, int32_t k, bp_error *err)
         s = ox_set_node_out(c, nd, (int32_t)q, &o, err);
     }
     /* exactly M iterations: M known, the condition true going in and coming out */
-    const bp__ox_val *mv = bp__ox_value(c, m), *cv = bp__ox_value(c, cond);
-    bool cond_in_true = cond < 0 || (cv && cv->n == 1 && !bp__ox_val_has_sym(cv, 0) && bp__ox_val_f(cv, 0) != 0);
+    const bp__ox_val *mv = bp__ox_value(c, m);
     bool cond_out_true = !s && (l.sh[0].const_true || (l.sh[0].passthrough == 1 && cond_in_true));
     int64_t trips = 0;
     if (!s && mv && mv->n == 1 && !bp__ox_val_has_sym(mv, 0) && cond_in_true && cond_out_true && mv->i && mv->i[0] >= 0) trips = mv->i[0];
