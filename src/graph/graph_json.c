@@ -488,6 +488,9 @@ static int gj_inpl_cmp(const void *a, const void *b)
 bp_status bp_graph_write_json_file(const bp_graph *g, FILE *f, bp_error *err)
 {
     if (!g || !f) return bp__err(err, BP_ERR_USAGE, "bp_graph_write_json_file: NULL argument");
+    if (g->n_bodies)
+        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: the graph has control flow (%zu bodies); the JSON graph format cannot hold bodies (keep the ONNX model)",
+                       g->name, g->n_bodies);
     /* Inplace hints grouped by op, in their order within an op: sorted keys
      * (op, position), only when they are not in op order already. */
     gj_inpl_key *inpl = NULL;

@@ -41,7 +41,7 @@
 
 #define PC_MAGIC "BPCACHE\x1a"
 #define PC_TRAILER "BPCEND\0\n"
-#define PC_FORMAT 2u
+#define PC_FORMAT 3u
 #define PC_ENDIAN 0x01020304u
 
 /* ------------------------------------------------------------- checksum */
@@ -186,6 +186,21 @@ void bp_graph_hash(const bp_graph *g, uint64_t out[2])
     pc_stage_put(&st, g->n_inpl);
     for (size_t i = 0; i < g->n_inpl; i++)
         pc_stage_put(&st, (uint64_t)(uint32_t)g->inpl[i].op | (uint64_t)(uint32_t)g->inpl[i].out << 32), pc_stage_put(&st, (uint64_t)(uint32_t)g->inpl[i].in);
+    pc_stage_put(&st, g->n_bodies);
+    for (size_t i = 0; i < g->n_bodies; i++) {   /* control flow: each body's own hash and io list */
+        const bp__body *b = &g->bodies[i];
+        uint64_t bh[2];
+        bp_graph_hash(b->g, bh);
+        pc_stage_put(&st, (uint64_t)(uint32_t)b->op | (uint64_t)b->kind << 32);
+        pc_stage_put(&st, (uint64_t)(uint32_t)b->reserve);
+        pc_stage_put(&st, bh[0]);
+        pc_stage_put(&st, bh[1]);
+        for (int32_t q = 0; q < b->n_io; q++) {
+            const bp_body_io *e = &b->io[q];
+            pc_stage_put(&st, (uint64_t)(uint32_t)e->body_tensor | (uint64_t)e->kind << 32);
+            pc_stage_put(&st, (uint64_t)(uint32_t)e->parent | (uint64_t)(uint32_t)e->link << 32);
+        }
+    }
     pc_stage_flush(&st);
     out[0] = pc_final(&h, 0);
     out[1] = pc_final(&h, 1);
@@ -360,24 +375,18 @@ typedef struct pc_fixed {
 typedef struct pc_wbuf { unsigned char *p; size_t n; } pc_wbuf;
 static void pc_put(pc_wbuf *w, const void *src, size_t n) { memcpy(w->p + w->n, src, n); w->n += n; }
 
-bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_graph *g, const bp_plan *p, bp_error *err)
+/* Bytes of a plan's record: fixed part, order, tensor arrays, then its
+ * bodies' count and, per body, its base and its own record. */
+static size_t pc_plan_bytes(const bp_plan *p)
 {
-    if (!c || !key || !g || !p) return bp__err(err, BP_ERR_USAGE, "plan cache: NULL argument");
-    if ((size_t)p->n_t != g->n_t || (size_t)p->n_o != g->n_o)
-        return bp__err(err, BP_ERR_USAGE, "%s: plan cache: the plan does not belong to this graph", g->name);
-    char header[BP_SIG_MAX + 1024];
-    int hl = pc_header(key, header, sizeof header);
-    if (hl < 0 || (size_t)hl >= sizeof header) return bp__err(err, BP_ERR_LIMIT, "plan cache: header too long");
+    size_t n = sizeof(pc_fixed) + (size_t)p->n_o * 4 + (size_t)p->n_t * PC_PER_TENSOR + 4;
+    for (int32_t i = 0; i < p->n_bodies; i++) n += 8 + pc_plan_bytes(p->bodies[i]);
+    return n;
+}
+
+static void pc_encode(pc_wbuf *w, const bp_plan *p)
+{
     size_t nt = (size_t)p->n_t, no = (size_t)p->n_o;
-    size_t total = 8 + 4 + 4 + 4 + (size_t)hl + sizeof(pc_fixed) + no * 4 + nt * PC_PER_TENSOR + 16;
-    pc_wbuf w = {bp__alloc(&g->alloc, total), 0};
-    if (!w.p) return bp__err(err, BP_ERR_NOMEM, "%s: plan cache: out of memory (%zu bytes)", g->name, total);
-    uint32_t u = PC_FORMAT, e = PC_ENDIAN, h32 = (uint32_t)hl;
-    pc_put(&w, PC_MAGIC, 8);
-    pc_put(&w, &u, 4);
-    pc_put(&w, &e, 4);
-    pc_put(&w, &h32, 4);
-    pc_put(&w, header, (size_t)hl);
     pc_fixed fx;
     memset(&fx, 0, sizeof fx);
     const bp_plan_stats *st = &p->stats;
@@ -390,22 +399,48 @@ bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_
     fx.optimal = st->optimal;
     fx.sched_optimal = st->sched_optimal;
     fx.makespan = st->makespan;
-    pc_put(&w, &fx, sizeof fx);
-    pc_put(&w, p->order, no * 4);
+    pc_put(w, &fx, sizeof fx);
+    pc_put(w, p->order, no * 4);
     /* One array per field (the reader copies each with a tight loop). */
     for (int f = 0; f < 4; f++)
         for (size_t t = 0; t < nt; t++) {
             const bp_tensor_plan *tp = &p->tp[t];
             int32_t v = f == 0 ? tp->first : f == 1 ? tp->last : f == 2 ? tp->buffer : tp->alias_of;
-            memcpy(w.p + w.n + ((size_t)f * nt + t) * 4, &v, 4);
+            memcpy(w->p + w->n + ((size_t)f * nt + t) * 4, &v, 4);
         }
-    w.n += nt * 16;
-    for (size_t t = 0; t < nt; t++) memcpy(w.p + w.n + t * 8, &p->tp[t].offset, 8);
-    w.n += nt * 8;
-    for (size_t t = 0; t < nt; t++) memcpy(w.p + w.n + t * 8, &p->tp[t].bytes, 8);
-    w.n += nt * 8;
-    for (size_t t = 0; t < nt; t++) w.p[w.n + t] = (unsigned char)p->tp[t].kind;
-    w.n += nt;
+    w->n += nt * 16;
+    for (size_t t = 0; t < nt; t++) memcpy(w->p + w->n + t * 8, &p->tp[t].offset, 8);
+    w->n += nt * 8;
+    for (size_t t = 0; t < nt; t++) memcpy(w->p + w->n + t * 8, &p->tp[t].bytes, 8);
+    w->n += nt * 8;
+    for (size_t t = 0; t < nt; t++) w->p[w->n + t] = (unsigned char)p->tp[t].kind;
+    w->n += nt;
+    uint32_t nb = (uint32_t)p->n_bodies;
+    pc_put(w, &nb, 4);
+    for (int32_t i = 0; i < p->n_bodies; i++) {
+        pc_put(w, &p->body_base[i], 8);
+        pc_encode(w, p->bodies[i]);
+    }
+}
+
+bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_graph *g, const bp_plan *p, bp_error *err)
+{
+    if (!c || !key || !g || !p) return bp__err(err, BP_ERR_USAGE, "plan cache: NULL argument");
+    if ((size_t)p->n_t != g->n_t || (size_t)p->n_o != g->n_o)
+        return bp__err(err, BP_ERR_USAGE, "%s: plan cache: the plan does not belong to this graph", g->name);
+    char header[BP_SIG_MAX + 1024];
+    int hl = pc_header(key, header, sizeof header);
+    if (hl < 0 || (size_t)hl >= sizeof header) return bp__err(err, BP_ERR_LIMIT, "plan cache: header too long");
+    size_t total = 8 + 4 + 4 + 4 + (size_t)hl + pc_plan_bytes(p) + 16;
+    pc_wbuf w = {bp__alloc(&g->alloc, total), 0};
+    if (!w.p) return bp__err(err, BP_ERR_NOMEM, "%s: plan cache: out of memory (%zu bytes)", g->name, total);
+    uint32_t u = PC_FORMAT, e = PC_ENDIAN, h32 = (uint32_t)hl;
+    pc_put(&w, PC_MAGIC, 8);
+    pc_put(&w, &u, 4);
+    pc_put(&w, &e, 4);
+    pc_put(&w, &h32, 4);
+    pc_put(&w, header, (size_t)hl);
+    pc_encode(&w, p);
     uint64_t sum = bp_cache_checksum(w.p, w.n);
     pc_put(&w, &sum, 8);
     pc_put(&w, PC_TRAILER, 8);
@@ -554,6 +589,84 @@ static const char *pc_check(const bp_graph *g, const bp_plan *p, char *why, size
     return bad;
 }
 
+/* Decodes the plan record at b[*pos .. end) for graph g (depth: bodies
+ * inside bodies); *out NULL with a reason in why when the record is bad. */
+static bp_status pc_decode(const unsigned char *b, size_t end, size_t *pos, const bp_graph *g, int depth, bp_plan **out, char *why,
+                           size_t cap, bp_error *err)
+{
+    *out = NULL;
+    pc_fixed fx;
+    if (end - *pos < sizeof fx) { snprintf(why, cap, "truncated"); return BP_OK; }
+    memcpy(&fx, b + *pos, sizeof fx);
+    *pos += sizeof fx;
+    if (fx.n_t != g->n_t || fx.n_o != g->n_o) {
+        snprintf(why, cap, "the plan of %s has %u tensors and %u ops, the graph %zu and %zu", g->name, fx.n_t, fx.n_o, g->n_t, g->n_o);
+        return BP_OK;
+    }
+    size_t nt = fx.n_t, no = fx.n_o;
+    if (end - *pos < no * 4 + nt * PC_PER_TENSOR + 4) { snprintf(why, cap, "the payload has the wrong size"); return BP_OK; }
+    if (fx.sched >= BP_SCHED_COUNT || fx.assign >= BP_ASSIGN_COUNT || !fx.alignment || (fx.alignment & (fx.alignment - 1))) {
+        snprintf(why, cap, "bad scheduler, assigner or alignment");
+        return BP_OK;
+    }
+    bp_plan *p = pc_plan_alloc(&g->alloc, nt, no);
+    if (!p) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory loading a cached plan", g->name);
+    p->alignment = fx.alignment;
+    p->sched = (bp_sched_kind)fx.sched;
+    p->assign = (bp_assign_kind)fx.assign;
+    bp_plan_stats *st = &p->stats;
+    st->arena_bytes = fx.arena; st->lower_bound_bytes = fx.lower_bound; st->naive_bytes = fx.naive;
+    st->alias_saved_bytes = fx.alias_saved; st->dynamic_bytes = fx.dynamic;
+    st->peak_step = fx.peak_step; st->n_planned = fx.n_planned; st->n_storages = fx.n_storages; st->n_dynamic = fx.n_dynamic;
+    st->plan_seconds = fx.plan_s; st->schedule_seconds = fx.schedule_s; st->assign_seconds = fx.assign_s;
+    st->optimal = fx.optimal ? 1 : 0;
+    st->sched_optimal = fx.sched_optimal ? 1 : 0;
+    st->makespan = fx.makespan >= 0 && fx.makespan < 1e300 ? fx.makespan : 0;
+    memcpy(p->order, b + *pos, no * 4);
+    *pos += no * 4;
+    const unsigned char *a32 = b + *pos, *a64 = b + *pos + nt * 16, *a8 = b + *pos + nt * 32;
+    for (size_t t = 0; t < nt; t++) {
+        bp_tensor_plan *tp = &p->tp[t];
+        memcpy(&tp->first, a32 + t * 4, 4);
+        memcpy(&tp->last, a32 + nt * 4 + t * 4, 4);
+        memcpy(&tp->buffer, a32 + nt * 8 + t * 4, 4);
+        memcpy(&tp->alias_of, a32 + nt * 12 + t * 4, 4);
+        memcpy(&tp->offset, a64 + t * 8, 8);
+        memcpy(&tp->bytes, a64 + nt * 8 + t * 8, 8);
+        tp->kind = (bp_tensor_kind)a8[t];
+    }
+    *pos += nt * PC_PER_TENSOR;
+    uint32_t nb;
+    memcpy(&nb, b + *pos, 4);
+    *pos += 4;
+    const char *bad = pc_check(g, p, why, cap);
+    bp_status s = BP_OK;
+    if (!bad && nb != g->n_bodies) { snprintf(why, cap, "the plan of %s has %u body plans, the graph %zu bodies", g->name, nb, g->n_bodies); bad = why; }
+    if (!bad && depth > 64) { snprintf(why, cap, "bodies nested too deep"); bad = why; }
+    if (!bad && nb) {
+        p->bodies = bp__calloc(&g->alloc, nb, sizeof *p->bodies);
+        p->body_base = bp__calloc(&g->alloc, nb, sizeof *p->body_base);
+        if (!p->bodies || !p->body_base) s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory loading a cached plan", g->name);
+        else p->n_bodies = (int32_t)nb;
+    }
+    for (uint32_t i = 0; i < nb && !bad && !s; i++) {
+        if (end - *pos < 8) { snprintf(why, cap, "truncated"); bad = why; break; }
+        memcpy(&p->body_base[i], b + *pos, 8);
+        *pos += 8;
+        s = pc_decode(b, end, pos, g->bodies[i].g, depth + 1, &p->bodies[i], why, cap, err);
+        if (!s && !p->bodies[i]) bad = why;
+        if (!s && !bad) {
+            p->stats.n_control_flow += p->bodies[i]->stats.n_control_flow;
+            p->stats.n_body_planned += p->bodies[i]->stats.n_planned + p->bodies[i]->stats.n_body_planned;
+        }
+    }
+    if (!s && !bad && nb) p->stats.n_control_flow += bp_graph_n_control_flow(g);
+    if (!s && !bad) s = bp__plan_build_events(p, g, err);
+    if (s || bad) { bp_plan_free(p); return s; }
+    *out = p;
+    return BP_OK;
+}
+
 bp_status bp_plan_cache_get(bp_plan_cache *c, const bp_cache_key *key, const bp_graph *g, bp_plan **out, bp_error *err)
 {
     *out = NULL;
@@ -608,50 +721,11 @@ bp_status bp_plan_cache_get(bp_plan_cache *c, const bp_cache_key *key, const bp_
         goto miss;
     }
     pos += h32;
-    pc_fixed fx;
-    if (n - 16 - pos < sizeof fx) { pc_warn(c, path, "truncated"); goto miss; }
-    memcpy(&fx, b + pos, sizeof fx);
-    pos += sizeof fx;
-    if (fx.n_t != g->n_t || fx.n_o != g->n_o) {
-        pc_warn(c, path, "the plan has %u tensors and %u ops, the graph %zu and %zu", fx.n_t, fx.n_o, g->n_t, g->n_o);
-        goto miss;
-    }
-    size_t nt = fx.n_t, no = fx.n_o;
-    if (n - 16 - pos != no * 4 + nt * PC_PER_TENSOR) { pc_warn(c, path, "the payload has the wrong size"); goto miss; }
-    if (fx.sched >= BP_SCHED_COUNT || fx.assign >= BP_ASSIGN_COUNT || !fx.alignment || (fx.alignment & (fx.alignment - 1))) {
-        pc_warn(c, path, "bad scheduler, assigner or alignment");
-        goto miss;
-    }
-    p = pc_plan_alloc(&g->alloc, nt, no);
-    if (!p) { s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory loading a cached plan", g->name); goto out; }
-    p->alignment = fx.alignment;
-    p->sched = (bp_sched_kind)fx.sched;
-    p->assign = (bp_assign_kind)fx.assign;
-    bp_plan_stats *st = &p->stats;
-    st->arena_bytes = fx.arena; st->lower_bound_bytes = fx.lower_bound; st->naive_bytes = fx.naive;
-    st->alias_saved_bytes = fx.alias_saved; st->dynamic_bytes = fx.dynamic;
-    st->peak_step = fx.peak_step; st->n_planned = fx.n_planned; st->n_storages = fx.n_storages; st->n_dynamic = fx.n_dynamic;
-    st->plan_seconds = fx.plan_s; st->schedule_seconds = fx.schedule_s; st->assign_seconds = fx.assign_s;
-    st->optimal = fx.optimal ? 1 : 0;
-    st->sched_optimal = fx.sched_optimal ? 1 : 0;
-    st->makespan = fx.makespan >= 0 && fx.makespan < 1e300 ? fx.makespan : 0;
-    memcpy(p->order, b + pos, no * 4);
-    pos += no * 4;
-    const unsigned char *a32 = b + pos, *a64 = b + pos + nt * 16, *a8 = b + pos + nt * 32;
-    for (size_t t = 0; t < nt; t++) {
-        bp_tensor_plan *tp = &p->tp[t];
-        memcpy(&tp->first, a32 + t * 4, 4);
-        memcpy(&tp->last, a32 + nt * 4 + t * 4, 4);
-        memcpy(&tp->buffer, a32 + nt * 8 + t * 4, 4);
-        memcpy(&tp->alias_of, a32 + nt * 12 + t * 4, 4);
-        memcpy(&tp->offset, a64 + t * 8, 8);
-        memcpy(&tp->bytes, a64 + nt * 8 + t * 8, 8);
-        tp->kind = (bp_tensor_kind)a8[t];
-    }
     char why[600];
-    const char *bad = pc_check(g, p, why, sizeof why);
-    if (bad) { pc_warn(c, path, "%s", bad); goto miss; }
-    if ((s = bp__plan_build_events(p, g, err))) goto out;
+    why[0] = 0;
+    if ((s = pc_decode(b, n - 16, &pos, g, 0, &p, why, sizeof why, err))) goto out;
+    if (!p) { pc_warn(c, path, "%s", why); goto miss; }
+    if (pos != n - 16) { pc_warn(c, path, "the payload has the wrong size"); goto miss; }
     double tv = bp__now();
     c->st.load_seconds += tv - t0;
     if (c->verify) {

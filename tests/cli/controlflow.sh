@@ -55,6 +55,19 @@ PYEOF
   for th in 1 2; do
     expect_msg 0 "bodies of control flow included" "$CLI" run "$SILERO" "${S[@]}" --verify --threads $th
   done
+  # the plan cache holds nested plans: the second run is a verified hit with the same plan
+  "$CLI" plan "$SILERO" "${S[@]}" --cache "$tmp/pc" -o "$tmp/c1.json" >/dev/null 2>&1 || bad "silero: cached plan (miss) failed"
+  "$CLI" plan "$SILERO" "${S[@]}" --cache "$tmp/pc" -o "$tmp/c2.json" >"$tmp/c2.txt" 2>&1 || bad "silero: cached plan (hit) failed"
+  grep -q "plan cache   hit" "$tmp/c2.txt" || bad "silero: no cache hit: $(grep -v value_info "$tmp/c2.txt")"
+  grep -q "warning: plan cache" "$tmp/c2.txt" && bad "silero: the cache warned: $(grep 'plan cache' "$tmp/c2.txt")"
+  python3 -c "
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+def strip(d):
+    d['stats'].pop('plan_seconds', None)
+    for x in d.get('bodies', []): strip(x['plan'])
+    return d
+sys.exit(strip(a) != strip(b))" "$tmp/c1.json" "$tmp/c2.json" || bad "silero: the cached plan differs from the one planned"
   # without shapes: unbound symbols are refused, not planned as zero
   expect_msg 2 "unbound" "$CLI" plan "$SILERO"
 else

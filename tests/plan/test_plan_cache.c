@@ -279,9 +279,9 @@ static void test_hit_miss_corrupt(void)
     expect_bad(c, &k, g, ref, "magic");
     /* Format version mismatch. */
     memcpy(b, orig, n);
-    b[8] = 3;   /* a version this bufplan does not read */
+    b[8] = 9;   /* a version this bufplan does not read */
     spit(path, b, n);
-    expect_bad(c, &k, g, ref, "format version 3");
+    expect_bad(c, &k, g, ref, "format version 9");
     /* Written by another bufplan version (checksum made valid). */
     memcpy(b, orig, n);
     unsigned char *v = (unsigned char *)strstr((char *)b + 20, "bufplan ");
@@ -299,7 +299,7 @@ static void test_hit_miss_corrupt(void)
     spit(path, b, n);
     expect_bad(c, &k, g, ref, "differs");
     /* A placement past the arena (checksum valid): structural check. */
-    size_t off_arr = n - 16 - nt - 16 * nt;
+    size_t off_arr = n - 16 - 4 - nt - 16 * nt;   /* before: the kinds, then the count of body plans (0) */
     memcpy(b, orig, n);
     int32_t victim = -1;
     for (int32_t t = 0; t < (int32_t)nt && victim < 0; t++)
