@@ -184,9 +184,10 @@ static bp_status ox_child_out_shape(bp__ox *c, bp__ox *cc, size_t n_shared, cons
         if (!strcmp(gp->input[i]->name, gp->output[j]->name)) o->passthrough = (int32_t)i;
     const bp__ox_val *v = bp__ox_value(cc, t);
     o->const_true = v && v->n == 1 && !bp__ox_val_has_sym(v, 0) && bp__ox_val_f(v, 0) != 0;
-    if (x->rank < 0 || x->dtype == BP_DT_UNKNOWN || x->not_sized) return BP_OK;
-    o->known = true;
+    if (x->not_sized) return BP_OK;
     o->dt = (bp_dtype)x->dtype;
+    if (x->rank < 0 || x->dtype == BP_DT_UNKNOWN) return BP_OK;
+    o->known = true;
     o->rank = x->rank;
     for (int i = 0; i < x->rank; i++) {
         o->dims[i] = bp__ox_sym_back(c, cc, n_shared, bp__ox_dims(cc, t)[i]);
@@ -290,7 +291,8 @@ static void ox_port_from(const bp__ox *c, int32_t p, ox_port *o)
 static bp_status ox_set_node_out(bp__ox *c, const bp__ox_node *nd, int32_t j, const ox_shape *sh, bp_error *err)
 {
     int32_t t = j < nd->n_out ? c->io[nd->out_off + j] : -1;
-    if (t < 0 || !sh->known) return BP_OK;
+    if (t < 0) return BP_OK;
+    if (!sh->known) return sh->dt != BP_DT_UNKNOWN ? bp__ox_set_shape(c, t, sh->dt, -1, NULL, err) : BP_OK;   /* the type alone */
     return bp__ox_set_shape(c, t, sh->dt, sh->rank, sh->dims, err);
 }
 
@@ -298,7 +300,11 @@ static bp_status ox_set_node_out(bp__ox *c, const bp__ox_node *nd, int32_t j, co
  * types or ranks differ. */
 static bp_status ox_merge(bp__ox *c, const bp__ox_node *nd, int32_t j, ox_shape *a, const ox_shape *b, bp_error *err)
 {
-    if (!a->known || !b->known || a->dt != b->dt || a->rank != b->rank) { a->known = false; return BP_OK; }
+    if (!a->known || !b->known || a->dt != b->dt || a->rank != b->rank) {
+        if (a->dt != b->dt) a->dt = BP_DT_UNKNOWN;   /* the same type, unknown shape, keeps the type */
+        a->known = false;
+        return BP_OK;
+    }
     for (int i = 0; i < a->rank; i++)
         if (a->dims[i] != b->dims[i]) {
             a->dims[i] = bp__ox_fresh(c, nd->name, (int)j * 100 + i);

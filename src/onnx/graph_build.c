@@ -1,7 +1,8 @@
 /*
  * graph_build.c — the bp_graph from the importer's tables, through the public
  * builder API: every tensor with its shape (symbols by name) when it has a
- * type and rank, otherwise dynamic ("?NAME" bytes of u8); inputs, weights
+ * type and rank, otherwise dynamic ("?NAME" elements of its type, or bytes of
+ * u8 when the type is unknown too); inputs, weights
  * (initializers), constants (outputs of constant nodes, unless
  * plan_constants) and graph outputs flagged; one op per node with its cost;
  * then bp_graph_finalize.  The byte totals of the stats (weights, constants,
@@ -29,7 +30,8 @@ static bool ox_static_bytes(const bp__ox *c, int32_t t, uint64_t *bytes)
 }
 
 /* Adds tensor t to the graph: with its shape when it has a type and rank,
- * otherwise as a dynamic tensor of unknown size ("?NAME" bytes of u8). */
+ * otherwise as a dynamic tensor of unknown size ("?NAME" elements of its
+ * type, u8 when that is unknown too). */
 static bp_status ox_graph_tensor(bp__ox *c, bp_graph *g, int32_t t, bp_error *err)
 {
     bp__ox_tensor *x = &c->t[t];
@@ -48,7 +50,9 @@ static bp_status ox_graph_tensor(bp__ox *c, bp_graph *g, int32_t t, bp_error *er
     if (!f) return bp__ox_oom(c, err);
     dims[0] = BP_DIM_SYMBOLIC;
     syms[0] = bp__ox_sym_name(c, f);
-    return bp_graph_add_tensor_shape(g, name, BP_DT_U8, 1, dims, syms, &c->t[t].gid, err);
+    /* the element type when it is known (a tensor of unknown rank), else bytes */
+    bp_dtype dt = x->dtype != BP_DT_UNKNOWN && !x->not_sized ? (bp_dtype)x->dtype : BP_DT_U8;
+    return bp_graph_add_tensor_shape(g, name, dt, 1, dims, syms, &c->t[t].gid, err);
 }
 
 /* Inputs, then initializers, then node outputs (so ids follow that order),

@@ -6,8 +6,9 @@ usage: onnx_oracle.py MODEL.onnx [--dim SYM=N]... [--shape INPUT=AxBxC]... -o OU
 Binds the graph inputs (--shape replaces an input's dims, --dim replaces a
 dim_param everywhere in the graph inputs and outputs), runs
 onnx.shape_inference.infer_shapes(strict_mode=False, data_prop=True) and
-writes {"tensors": {name: {"elem_type": int, "shape": [int | "param" | null] | null}}}
-for every node output onnx typed.  Weights are not loaded (external data may
+writes {"tensors": {name: {"elem_type": int, "shape": [int | "param" | null] | null}},
+"bodies": [{"path": [[node, attribute], ...], "tensors": {...}}]} for every node
+output onnx typed, in the main graph and in every control-flow body.  Weights are not loaded (external data may
 be missing).  Exit status 3 when onnx cannot be imported.
 """
 import json
@@ -52,11 +53,32 @@ def main(argv):
     for vi in list(g.input) + list(g.output):
         bind(vi)
     inferred = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    bodies = []
+
+    def walk(graph, path):
+        """Control-flow bodies: the tensors onnx typed in each, by the path of
+        (node name, attribute name) pairs that leads to it."""
+        for n in graph.node:
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    p = path + [[n.name, a.name]]
+                    bodies.append({"path": p, "tensors": typed(a.g)})
+                    walk(a.g, p)
+
+    res = typed(inferred.graph)
+    walk(inferred.graph, [])
+    with open(out_path, "w") as f:
+        json.dump({"model": model_path, "tensors": res, "bodies": bodies}, f)
+    return 0
+
+
+def typed(graph):
+    """{name: {"elem_type", "shape"}} of the node outputs of graph that onnx typed."""
     produced = set()
-    for n in g.node:
+    for n in graph.node:
         produced.update(o for o in n.output if o)
     res = {}
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+    for vi in list(graph.value_info) + list(graph.output):
         if vi.name not in produced or not vi.type.HasField("tensor_type"):
             continue
         t = vi.type.tensor_type
@@ -71,9 +93,7 @@ def main(argv):
                 else:
                     shape.append(None)
         res[vi.name] = {"elem_type": t.elem_type, "shape": shape}
-    with open(out_path, "w") as f:
-        json.dump({"model": model_path, "tensors": res}, f)
-    return 0
+    return res
 
 
 if __name__ == "__main__":

@@ -55,65 +55,26 @@ static bool find_python(void)
 typedef struct binding {
     const char *file;        /* basename */
     const char *dim_name;    /* --dim, or NULL */
-    const char *shape_name;  /* --shape, or NULL */
-    int rank;
-    int64_t dims[4];
+    const char *shape_name[2];  /* --shape, or NULL */
+    int rank[2];
+    int64_t dims[2][4];
 } binding;
 
 static const binding bindings[] = {
-    {"embedding_model.onnx", NULL, "input_1", 4, {1, 76, 32, 1}},
-    {"ch_PP-OCRv4_det_infer.onnx", NULL, "x", 4, {1, 3, 640, 640}},
+    {"embedding_model.onnx", NULL, {"input_1", NULL}, {4, 0}, {{1, 76, 32, 1}, {0}}},
+    {"ch_PP-OCRv4_det_infer.onnx", NULL, {"x", NULL}, {4, 0}, {{1, 3, 640, 640}, {0}}},
+    {"silero_vad_v5.onnx", NULL, {"input", "state"}, {2, 3}, {{1, 512}, {2, 1, 128}}},
 };
 
 static int n_models, n_compared, n_static_compared, n_mismatch;
 
-/* Compares one import against one oracle run. */
-static void compare(const char *path, const binding *b, bool bound)
+/* The tensors of one graph (or body) against the oracle's entries; returns
+ * how many agree, counts mismatches. */
+static int compare_tensors(const char *path, bool bound, const bp_graph *g, json_t *tens, int *shown)
 {
-    char out[] = "/tmp/bp_onnx_oracle_XXXXXX";
-    int fd = mkstemp(out);
-    REQUIRE(fd >= 0);
-    close(fd);
-    char args[256] = "";
-    bp_onnx_options o;
-    bp_onnx_options_init(&o);
-    const char *dn[1];
-    int64_t dv[1];
-    const char *sn[1];
-    int sr[1];
-    const int64_t *sd[1];
-    if (bound && b && b->shape_name) {
-        snprintf(args, sizeof args, "--shape %s=%lldx%lldx%lldx%lld", b->shape_name, (long long)b->dims[0],
-                 (long long)b->dims[1], (long long)b->dims[2], (long long)b->dims[3]);
-        sn[0] = b->shape_name; sr[0] = b->rank; sd[0] = b->dims;
-        o.n_shapes = 1; o.shape_names = sn; o.shape_ranks = sr; o.shape_dims = sd;
-    } else if (bound && b && b->dim_name) {
-        snprintf(args, sizeof args, "--dim %s=1", b->dim_name);
-        dn[0] = b->dim_name; dv[0] = 1;
-        o.n_dims = 1; o.dim_names = dn; o.dim_values = dv;
-    }
-    char cmd[2048];
-    const char *src = getenv("BP_SRC") ? getenv("BP_SRC") : ".";
-    snprintf(cmd, sizeof cmd, "%s '%s/tests/onnx/onnx_oracle.py' '%s' %s -o '%s'", python, src, path, args, out);
-    int rc = system(cmd);
-    CHECK_MSG(rc == 0, "oracle failed on %s (%s)", path, cmd);
-    json_error_t je;
-    json_t *root = rc == 0 ? json_load_file(out, 0, &je) : NULL;
-    unlink(out);
-    if (!root) { check_failures++; fprintf(stderr, "%s: cannot read the oracle's JSON\n", path); return; }
-    FILE *devnull = fopen("/dev/null", "w");
-    o.warnings = devnull;
-    bp_graph *g = NULL;
-    bp_error err;
-    bp_status s = bp_onnx_read(path, &o, NULL, &g, &err);
-    if (devnull) fclose(devnull);
-    CHECK_MSG(s == BP_OK, "%s: %s", path, err.msg);
-    if (s) { json_decref(root); return; }
-    n_models++;
-    json_t *tens = json_object_get(root, "tensors");
     const char *name;
     json_t *ent;
-    int shown = 0, cmp = 0;
+    int cmp = 0;
     json_object_foreach(tens, name, ent) {
         int32_t t = bp_graph_find_tensor(g, name);
         char why[256] = "";
@@ -150,15 +111,101 @@ static void compare(const char *path, const binding *b, bool bound)
     report:
         n_mismatch++;
         check_failures++;
-        if (shown++ < 8) {
+        if ((*shown)++ < 8) {
             char *js = json_dumps(ent, JSON_COMPACT);
             fprintf(stderr, "%s%s: tensor \"%s\": %s (onnx: %s)\n", path, bound ? "" : " (unbound)", name, why, js ? js : "");
             free(js);
         }
     }
+    return cmp;
+}
+
+/* The body at path [[node, attribute], ...] (attribute: then_branch,
+ * else_branch, body), or NULL when the importer did not keep it. */
+static const bp_graph *find_body(const bp_graph *g, json_t *path)
+{
+    size_t i;
+    json_t *step;
+    json_array_foreach(path, i, step) {
+        const char *node = json_string_value(json_array_get(step, 0)), *attr = json_string_value(json_array_get(step, 1));
+        int32_t op = node ? bp_graph_find_op(g, node) : -1;
+        const bp_graph *next = NULL;
+        for (int32_t k = 0; k < bp_graph_n_bodies(g) && op >= 0 && attr; k++) {
+            bp_body_info b;
+            if (bp_graph_body(g, k, &b, NULL) || b.op != op) continue;
+            bool want = !strcmp(attr, "then_branch") ? b.kind == BP_BODY_THEN
+                      : !strcmp(attr, "else_branch") ? b.kind == BP_BODY_ELSE
+                                                      : b.kind == BP_BODY_LOOP || b.kind == BP_BODY_SCAN;
+            if (want) next = b.graph;
+        }
+        if (!next) return NULL;
+        g = next;
+    }
+    return g;
+}
+
+/* Compares one import against one oracle run. */
+static void compare(const char *path, const binding *b, bool bound)
+{
+    char out[] = "/tmp/bp_onnx_oracle_XXXXXX";
+    int fd = mkstemp(out);
+    REQUIRE(fd >= 0);
+    close(fd);
+    char args[256] = "";
+    bp_onnx_options o;
+    bp_onnx_options_init(&o);
+    const char *dn[1];
+    int64_t dv[1];
+    const char *sn[2];
+    int sr[2];
+    const int64_t *sd[2];
+    if (bound && b && b->shape_name[0]) {
+        size_t L = 0;
+        for (int k = 0; k < 2 && b->shape_name[k]; k++) {
+            L += (size_t)snprintf(args + L, sizeof args - L, " --shape %s=", b->shape_name[k]);
+            for (int j = 0; j < b->rank[k]; j++) L += (size_t)snprintf(args + L, sizeof args - L, "%s%lld", j ? "x" : "", (long long)b->dims[k][j]);
+            sn[k] = b->shape_name[k]; sr[k] = b->rank[k]; sd[k] = b->dims[k];
+            o.n_shapes = k + 1;
+        }
+        o.shape_names = sn; o.shape_ranks = sr; o.shape_dims = sd;
+    } else if (bound && b && b->dim_name) {
+        snprintf(args, sizeof args, "--dim %s=1", b->dim_name);
+        dn[0] = b->dim_name; dv[0] = 1;
+        o.n_dims = 1; o.dim_names = dn; o.dim_values = dv;
+    }
+    char cmd[2048];
+    const char *src = getenv("BP_SRC") ? getenv("BP_SRC") : ".";
+    snprintf(cmd, sizeof cmd, "%s '%s/tests/onnx/onnx_oracle.py' '%s' %s -o '%s'", python, src, path, args, out);
+    int rc = system(cmd);
+    CHECK_MSG(rc == 0, "oracle failed on %s (%s)", path, cmd);
+    json_error_t je;
+    json_t *root = rc == 0 ? json_load_file(out, 0, &je) : NULL;
+    unlink(out);
+    if (!root) { check_failures++; fprintf(stderr, "%s: cannot read the oracle's JSON\n", path); return; }
+    FILE *devnull = fopen("/dev/null", "w");
+    o.warnings = devnull;
+    bp_graph *g = NULL;
+    bp_error err;
+    bp_status s = bp_onnx_read(path, &o, NULL, &g, &err);
+    if (devnull) fclose(devnull);
+    CHECK_MSG(s == BP_OK, "%s: %s", path, err.msg);
+    if (s) { json_decref(root); return; }
+    n_models++;
+    int shown = 0, cmp = compare_tensors(path, bound, g, json_object_get(root, "tensors"), &shown);
+    /* control-flow bodies: each found by its path of (node, attribute); a
+     * branch the importer dropped (its condition folded) is not compared */
+    size_t bi;
+    json_t *be;
+    int n_bodies = 0;
+    json_array_foreach(json_object_get(root, "bodies"), bi, be) {
+        const bp_graph *bg = find_body(g, json_object_get(be, "path"));
+        if (!bg) continue;
+        n_bodies++;
+        cmp += compare_tensors(path, bound, bg, json_object_get(be, "tensors"), &shown);
+    }
     n_compared += cmp;
-    printf("%-34s %-8s %5d tensors agree with onnx%s\n", strrchr(path, '/') + 1, bound ? "bound" : "unbound", cmp,
-           shown ? " (MISMATCHES)" : "");
+    printf("%-34s %-8s %5d tensors agree with onnx%s%s\n", strrchr(path, '/') + 1, bound ? "bound" : "unbound", cmp,
+           n_bodies ? " (bodies of control flow included)" : "", shown ? " (MISMATCHES)" : "");
     bp_graph_free(g);
     json_decref(root);
 }
@@ -194,12 +241,17 @@ int main(void)
     snprintf(dir, sizeof dir, "%s/onnx", test_data_dir());
     static char paths[64][512];
     int n = list_models(dir, paths, 64);
+    char cfdir[512];
+    snprintf(cfdir, sizeof cfdir, "%s/controlflow", test_data_dir());
+    int n_cf = list_models(cfdir, paths + n, 64 - n);
+    CHECK_MSG(n_cf >= 1, "found no model under %s", cfdir);
+    n += n_cf;
     qsort(paths, (size_t)n, sizeof paths[0], cmp_str);
-    CHECK_MSG(n >= 28, "found %d models under %s, expected 28", n, dir);
+    CHECK_MSG(n >= 29, "found %d models under %s and %s, expected 29", n, dir, cfdir);
     for (int i = 0; i < n; i++) {
         const char *base = strrchr(paths[i], '/') + 1;
         const binding *b = NULL;
-        static binding tv = {NULL, "N", NULL, 0, {0}};
+        static binding tv = {NULL, "N", {NULL, NULL}, {0, 0}, {{0}, {0}}};
         for (size_t j = 0; j < sizeof bindings / sizeof bindings[0]; j++)
             if (!strcmp(bindings[j].file, base)) b = &bindings[j];
         if (!b && strstr(paths[i], "/torchvision/")) b = &tv;
