@@ -237,6 +237,7 @@ bp_status bp__ox_inf_unary(bp__ox_op *x)
     bp_dtype dt = bp__ox_dt(x, a);
     const char *op = x->op;
     if (!strcmp(op, "Not") || !strcmp(op, "IsNaN") || !strcmp(op, "IsInf")) dt = BP_DT_BOOL;
+    if (!strcmp(op, "Bernoulli") && bp__ox_attr(x, "dtype")) dt = bp__ox_dtype((int32_t)bp__ox_attr_i(x, "dtype", 1));
     bp_status s = bp__ox_copy_shape(x, 0, a, dt, false);
     if (s) return s;
     int64_t n = bp__ox_t_numel(x, a);
@@ -283,8 +284,10 @@ bp_status bp__ox_inf_unary(bp__ox_op *x)
 
 bp_status bp__ox_inf_identity(bp__ox_op *x)
 {
-    bp_status s = bp__ox_copy_shape(x, 0, bp__ox_in(x, 0), BP_DT_UNKNOWN, true);
+    int32_t a = bp__ox_in(x, 0), o = bp__ox_out(x, 0);
+    bp_status s = bp__ox_copy_shape(x, 0, a, BP_DT_UNKNOWN, true);
     if (s) return s;
+    if (a >= 0 && o >= 0) x->c->t[o].not_sized = x->c->t[a].not_sized;   /* a sequence or optional stays one */
     if (!strcmp(x->op, "Dropout") && bp__ox_out(x, 1) >= 0 && x->opset >= 10)
         s = bp__ox_copy_shape(x, 1, bp__ox_in(x, 0), BP_DT_BOOL, false);   /* the mask; opset < 10: not inferred, as onnx */
     return s;

@@ -14,6 +14,28 @@ import json
 import sys
 
 
+def typed_tensors(inferred, names):
+    """{name: {"elem_type", "shape": [int | str | None] | None}} of the tensors in `names` that the inferred
+    model types (value_info and graph outputs)."""
+    res = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        if vi.name not in names or not vi.type.HasField("tensor_type"):
+            continue
+        t = vi.type.tensor_type
+        shape = None
+        if t.HasField("shape"):
+            shape = []
+            for d in t.shape.dim:
+                if d.HasField("dim_value"):
+                    shape.append(d.dim_value)
+                elif d.HasField("dim_param"):
+                    shape.append(d.dim_param)
+                else:
+                    shape.append(None)
+        res[vi.name] = {"elem_type": t.elem_type, "shape": shape}
+    return res
+
+
 def main(argv):
     try:
         import onnx
@@ -55,22 +77,7 @@ def main(argv):
     produced = set()
     for n in g.node:
         produced.update(o for o in n.output if o)
-    res = {}
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
-        if vi.name not in produced or not vi.type.HasField("tensor_type"):
-            continue
-        t = vi.type.tensor_type
-        shape = None
-        if t.HasField("shape"):
-            shape = []
-            for d in t.shape.dim:
-                if d.HasField("dim_value"):
-                    shape.append(d.dim_value)
-                elif d.HasField("dim_param"):
-                    shape.append(d.dim_param)
-                else:
-                    shape.append(None)
-        res[vi.name] = {"elem_type": t.elem_type, "shape": shape}
+    res = typed_tensors(inferred, produced)
     with open(out_path, "w") as f:
         json.dump({"model": model_path, "tensors": res}, f)
     return 0
