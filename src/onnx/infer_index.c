@@ -371,6 +371,7 @@ static bp_status unique(bp__ox_op *x, int32_t a)
     } else {
         int64_t ne = bp__ox_t_numel(x, a);
         if (ne >= 0) inv = ne;
+        else if (r == 1) inv = bp__ox_shape(x, a)[0];   /* a symbol */
         else BP__OX_FRESH(inv, 2, 0);
         s = bp__ox_set_out(x, 0, bp__ox_dt(x, a), 1, &u);
     }

@@ -91,7 +91,7 @@ bp_status bp__ox_inf_string(bp__ox_op *x)
     if (!strcmp(x->op, "RegexFullMatch")) return bp__ox_set_out(x, 0, BP_DT_BOOL, r, s);
     if (!strcmp(x->op, "StringSplit")) {
         bp_status st = strings_out(x, 0, -1, NULL);   /* [..., longest split]: data-dependent */
-        return st ? st : bp__ox_set_out(x, 1, BP_DT_I64, r, s);
+        return st ? st : bp__ox_set_out(x, 1, BP_DT_I64, r, r >= 0 ? bp__ox_shape(x, a) : NULL);   /* dims may have moved */
     }
     if (!strcmp(x->op, "StringConcat")) {
         int32_t ids[2] = {a, bp__ox_in(x, 1)};

@@ -474,7 +474,7 @@ bp_status bp__ox_inf_rnn(bp__ox_op *x)
         return BP_OK;
     }
     const int64_t *s = bp__ox_shape(x, a);
-    int64_t seq = layout ? s[1] : s[0], batch = layout ? s[0] : s[1];
+    int64_t seq = layout ? s[1] : s[0], batch = layout ? s[0] : s[1], in = s[2];   /* s dies with the first output set */
     int64_t h;
     if (hs >= 0) h = hs;
     else BP__OX_FRESH(h, 0, 3);
@@ -483,7 +483,7 @@ bp_status bp__ox_inf_rnn(bp__ox_op *x)
     else { y[0] = seq; y[1] = nd; y[2] = batch; y[3] = h; yh[0] = nd; yh[1] = batch; yh[2] = h; }
     bp_status st = bp__ox_set_out(x, 0, dt, 4, y);
     for (int i = 1; i < x->nd->n_out && !st; i++) st = bp__ox_set_out(x, i, dt, 3, yh);
-    int64_t ny = bp__ox_numel(y, 4), in = s[2];
+    int64_t ny = bp__ox_numel(y, 4);
     if (ny >= 0 && in >= 0 && hs >= 0) {
         double gates = !strcmp(x->op, "LSTM") ? 4 : !strcmp(x->op, "GRU") ? 3 : 1;
         x->nd->cost = 2.0 * gates * (double)ny * (double)(in + hs);

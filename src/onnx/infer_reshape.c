@@ -197,6 +197,14 @@ bp_status bp__ox_inf_unsqueeze(bp__ox_op *x)
     bool known;
     bool have = bp__ox_get_axes(x, 13, 1, ax, &n, &known);
     if (!have) return bp__ox_bad(x, "no axes");
+    int32_t at = bp__ox_in(x, 1);
+    if (r >= 0 && !known && x->opset >= 13 && bp__ox_rank(x, at) == 1 && bp__ox_shape(x, at)[0] >= 0 &&
+        r + bp__ox_shape(x, at)[0] <= MR) {
+        /* axes not known, their count is: the rank is, the dims are not */
+        int64_t d[MR] = {0};
+        for (int i = 0; i < r + (int)bp__ox_shape(x, at)[0]; i++) BP__OX_FRESH(d[i], 0, i);
+        return bp__ox_set_out(x, 0, dt, r + (int)bp__ox_shape(x, at)[0], d);
+    }
     if (r < 0 || !known) return bp__ox_set_unknown(x, 0, dt);
     int ro = r + (int)n;
     if (ro > MR) return bp__ox_bad(x, "output rank %d is over the limit", ro);

@@ -160,6 +160,7 @@ case("Squeeze", [I(2, 1, 3, 1)], [O(F, 2, 3)], tag="all")
 case("Squeeze", [I(2, 1, 3, 1)], [O(F, 2, 1, 3)], opset=11, tag="attr", axes=[3])
 case("Unsqueeze", [I(2, 3), C([0, 3], np.int64)], [O(F, 1, 2, 3, 1)])
 case("Unsqueeze", [I(2, 3)], [O(F, 2, 1, 3)], opset=11, tag="attr", axes=[1])
+case("Unsqueeze", [I(2, 3), I(2, dt=I64)], [O(F, "?", "?", "?", "?")], tag="unknown")
 case("Transpose", [I(2, 3, 4)], [O(F, 4, 2, 3)], perm=[2, 0, 1])
 case("Transpose", [I(2, 3, 4)], [O(F, 4, 3, 2)], tag="default")
 case("Expand", [I(3, 1), C([2, 1, 4], np.int64)], [O(F, 2, 3, 4)])
@@ -366,6 +367,19 @@ case("NegativeLogLikelihoodLoss", [I(3, 5, 2), I(3, 2, dt=I64)], [O(F, 3, 2)], t
 case("SoftmaxCrossEntropyLoss", [I(3, 5), I(3, dt=I64)], [O(F), O(F, 3, 5)])
 case("SoftmaxCrossEntropyLoss", [I(3, 5, 2), I(3, 2, dt=I64)], [O(F, 3, 2)], tag="none", reduction="none")
 case("Multinomial", [I(4, 10)], [], tag="bad", dtype=F, err="not int32 or int64")
+
+# ---------------------------------------------------------------- symbols pass through the new rules
+case("Det", [I("N", 3, 3)], [O(F, "N")], tag="sym")
+case("DFT", [I("N", 16, 1)], [O(F, "N", 16, 2)], tag="sym")
+case("DFT", [I(2, "L", 1)], [O(F, 2, "?", 2)], tag="symlen", onesided=1)
+case("DFT", [I(2, 16, 1), None, C(np.int64(2))], [], tag="badaxis", err="axis 2 is out of range")
+case("STFT", [I("N", "L", 1), C(np.int64(16)), I(16)], [O(F, "N", "?", 9, 2)], tag="sym")
+case("Col2Im", [I("N", 8, 9), C([4, 4], np.int64), C([2, 2], np.int64)], [O(F, "N", 2, 4, 4)], tag="sym")
+case("RoiAlign", [I(1, 3, 16, 16), I("R", 4), I("R", dt=I64)], [O(F, "R", 3, 7, 7)], tag="sym", output_height=7,
+     output_width=7)
+case("Multinomial", [I("B", 10)], [O(I32, "B", 3)], tag="sym", sample_size=3)
+case("NegativeLogLikelihoodLoss", [I("N", 5), I("N", dt=I64)], [O(F, "N")], tag="sym", reduction="none")
+case("Unique", [I("N")], [O(F, "?"), O(I64, "?"), O(I64, "N"), O(I64, "?")], tag="sym")
 
 # ---------------------------------------------------------------- opsets
 case("Relu", [I(2, 3)], [O(F, 2, 3)], tag="opset23", opset=23, err="bufplan knows opsets 1..22")
