@@ -111,6 +111,10 @@ case("Cast", [I(2, 3)], [O(F8E4M3FN, 2, 3)], tag="f8", to=F8E4M3FN, saturate=0)
 case("Cast", [I(2, 3)], [DYN], tag="int4", to=INT4)
 case("Cast", [I(2, 3)], [DYN], tag="string", to=S)
 case("CastLike", [I(2, 3), I(1, dt=D)], [O(D, 2, 3)])
+case("Cast", [I(2, 3)], [O(I64, 2, 3)], tag="1", opset=1, to="INT64")
+case("Add", [I(2, 3, 4, 5), I(3, 4)], [O(F, 2, 3, 4, 5)], tag="legacy", opset=6, broadcast=1, axis=1)
+case("Mul", [I(2, 3, 4, 5), I(5)], [O(F, 2, 3, 4, 5)], tag="legacy", opset=1, broadcast=1)
+case("Equal", [I(2, 3), I(3, dt=F)], [O(B, 2, 3)], tag="legacy", opset=1, broadcast=1)
 
 # ---------------------------------------------------------------- reductions
 for op in ["ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
