@@ -12,8 +12,9 @@ dim_param name.  "dyn" is an output without a byte size or rank (strings,
 sequences): planned as a dynamic tensor.  Each case's model imports opset 22
 (the newest bufplan knows) unless it tests an older version's form; onnx 1.12
 writes them without checking.  Cases at opset <= 17 also get onnx 1.12's own
-shape inference ("onnx"), and so does a copy at opset 17 of every opset-22
-case that onnx's checker accepts at 17: bufplan must agree with both.  With
+shape inference ("onnx"), and so do copies at opsets 17, 13, 11 and 7 of
+every opset-22 case whose node onnx's checker accepts there (the op's form
+is the same; the expected shapes too): bufplan must agree with both.  With
 INFER_C (src/onnx/infer.c), every op type of its dispatch table must have a
 case at opset 22 (or, for an op removed earlier, at its last version).
 Exit status 3 when onnx or numpy cannot be imported.
@@ -39,6 +40,7 @@ F8E4M3FN, INT4 = 17, 22
 NEWEST = 22
 LAST = {"Upsample": 10, "Scatter": 11}  # removed (deprecated) before 22
 DYN = "dyn"
+OLD_COPIES = (17, 13, 11, 7)  # opsets of the copies compared with onnx 1.12
 
 
 def I(*shape, dt=F):
@@ -61,18 +63,18 @@ def O(dt, *shape):
 CASES = []
 
 
-def case(op, ins, outs, opset=NEWEST, err=None, tag="", pre=(), ins0=None, no17=False, no_onnx=False, **attrs):
+def case(op, ins, outs, opset=NEWEST, err=None, tag="", pre=(), ins0=None, no_old=False, no_onnx=False, **attrs):
     """A case: op with inputs `ins` (I, C, None = omitted, or a name that `pre` nodes produce from the graph
-    inputs `ins0`), the expected outputs, and the node's attributes.  no17: no opset-17 copy; no_onnx: onnx
+    inputs `ins0`), the expected outputs, and the node's attributes.  no_old: no copies at older opsets; no_onnx: onnx
     1.12's inference is not compared (each use says why)."""
-    CASES.append(dict(op=op, ins=ins, outs=outs, opset=opset, err=err, tag=tag, pre=list(pre), ins0=ins0, no17=no17,
+    CASES.append(dict(op=op, ins=ins, outs=outs, opset=opset, err=err, tag=tag, pre=list(pre), ins0=ins0, no_old=no_old,
                       no_onnx=no_onnx, attrs=attrs))
 
 
 # ---------------------------------------------------------------- element-wise
 for op in ["Add", "Sub", "Mul", "Div", "Pow", "Min", "Max", "Sum", "Mean"]:
     case(op, [I(2, 3, 4), I(3, 1)], [O(F, 2, 3, 4)])
-case("Max", [I(2, 1), I(1, 3), I(4, 1, 1)], [O(F, 4, 2, 3)], tag="3in")
+case("Max", [I(2, 1), I(1, 3), I(4, 1, 1)], [O(F, 4, 2, 3)], tag="3in", no_old=True)  # no broadcasting before 8
 case("Add", [I("N", 3), I(1, 3)], [O(F, "N", 3)], tag="sym")
 case("Mod", [I(4, dt=I32), I(4, dt=I32)], [O(I32, 4)])
 for op in ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]:
@@ -104,7 +106,8 @@ case("Trilu", [I(3, 4)], [O(F, 3, 4)], upper=0)
 case("ReverseSequence", [I(4, 2, 3), C([4, 2], np.int64)], [O(F, 4, 2, 3)], batch_axis=1, time_axis=0)
 case("Bernoulli", [I(2, 3)], [O(D, 2, 3)], dtype=D)
 case("Bernoulli", [I(2, 3, dt=D)], [O(D, 2, 3)], tag="nodtype")
-case("Dropout", [I(2, 3)], [O(F, 2, 3), O(B, 2, 3)])
+case("Dropout", [I(2, 3)], [O(F, 2, 3), O(B, 2, 3)], no_old=True)
+case("Dropout", [I(2, 3)], [O(F, 2, 3), DYN], tag="7", opset=7)  # mask of the input's type, no shape (as onnx 1.12)
 case("Dropout", [I(2, 3), C(np.float32(0.5)), C(np.bool_(True))], [O(F, 2, 3), O(B, 2, 3)], tag="train")
 case("Cast", [I(2, 3)], [O(I64, 2, 3)], to=I64)
 case("Cast", [I(2, 3)], [O(F8E4M3FN, 2, 3)], tag="f8", to=F8E4M3FN, saturate=0)
@@ -169,7 +172,7 @@ case("Transpose", [I(2, 3, 4)], [O(F, 4, 2, 3)], perm=[2, 0, 1])
 case("Transpose", [I(2, 3, 4)], [O(F, 4, 3, 2)], tag="default")
 case("Expand", [I(3, 1), C([2, 1, 4], np.int64)], [O(F, 2, 3, 4)])
 case("Tile", [I(2, 3), C([2, 2], np.int64)], [O(F, 4, 6)])
-case("Tile", [I(2, 3), C(np.int64(3)), C(np.int64(1))], [O(F, 2, 9)], opset=1, tag="1", no17=True)
+case("Tile", [I(2, 3), C(np.int64(3)), C(np.int64(1))], [O(F, 2, 9)], opset=1, tag="1", no_old=True)
 case("DepthToSpace", [I(1, 8, 2, 3)], [O(F, 1, 2, 4, 6)], blocksize=2)
 case("DepthToSpace", [I(1, 6, 2, 3)], [], tag="bad", blocksize=2, err="not a multiple of blocksize")
 case("SpaceToDepth", [I(1, 2, 4, 6)], [O(F, 1, 8, 2, 3)], blocksize=2)
@@ -193,7 +196,7 @@ case("GatherND", [I(2, 3, 4), I(2, 1, 2, dt=I64)], [O(F, 2, 1, 4)])
 case("GatherND", [I(2, 3, 4), I(2, 1, dt=I64)], [O(F, 2, 4)], tag="batch", batch_dims=1)
 case("ScatterND", [I(4, 5), I(2, 1, dt=I64), I(2, 5)], [O(F, 4, 5)], reduction="max")
 case("ScatterElements", [I(3, 3), I(2, 3, dt=I64), I(2, 3)], [O(F, 3, 3)], axis=0)
-case("Scatter", [I(3, 3), I(2, 3, dt=I64), I(2, 3)], [O(F, 3, 3)], opset=11, no17=True)
+case("Scatter", [I(3, 3), I(2, 3, dt=I64), I(2, 3)], [O(F, 3, 3)], opset=11, no_old=True)
 case("TopK", [I(3, 10), C([4], np.int64)], [O(F, 3, 4), O(I64, 3, 4)], axis=1)
 case("TopK", [I(3, 10)], [O(F, 3, 2), O(I64, 3, 2)], opset=1, tag="1", k=2)
 case("OneHot", [I(2, 3, dt=I64), C([5], np.int64), C([0, 1], np.float32)], [O(F, 2, 3, 5)])
@@ -250,7 +253,7 @@ case("MaxPool", [I(1, 3, 7, 7)], [O(F, 1, 3, 4, 4)], tag="ceil", kernel_shape=[2
 case("AveragePool", [I(1, 3, 7, 7)], [O(F, 1, 3, 4, 4)], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
 case("AveragePool", [I(1, 3, 8, 8)], [O(F, 1, 3, 6, 6)], tag="dil", kernel_shape=[2, 2], dilations=[2, 2])
 case("LpPool", [I(1, 2, 6)], [O(F, 1, 2, 4)], kernel_shape=[3])
-case("LpPool", [I(1, 2, 7)], [O(F, 1, 2, 4)], tag="ceil", kernel_shape=[2], strides=[2], ceil_mode=1, no17=True)
+case("LpPool", [I(1, 2, 7)], [O(F, 1, 2, 4)], tag="ceil", kernel_shape=[2], strides=[2], ceil_mode=1, no_old=True)
 for op in ["GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"]:
     case(op, [I(1, 3, 5, 6)], [O(F, 1, 3, 1, 1)])
 case("MaxUnpool", [I(1, 3, 2, 2), I(1, 3, 2, 2, dt=I64)], [O(F, 1, 3, 4, 4)], kernel_shape=[2, 2], strides=[2, 2])
@@ -291,21 +294,21 @@ case("Resize", [I(1, 3, 4, 8), None, None, C([6, 10], np.int64)], [O(F, 1, 3, 5,
 case("Resize", [I(1, 3, 4, 8), None, None, C([6, 10], np.int64)], [O(F, 1, 3, 6, 12)], tag="notsmaller",
      axes=[2, 3], keep_aspect_ratio_policy="not_smaller")
 case("Resize", [I(1, 3, 4, 8), None, None, C([1, 3, 6, 10], np.int64)], [O(F, 1, 3, 4, 8)], tag="notlarger4",
-     keep_aspect_ratio_policy="not_larger", no17=True)
+     keep_aspect_ratio_policy="not_larger", no_old=True)
 case("Resize", R + [C([1, 1, 0.5, 0.5], np.float32)], [O(F, 1, 3, 2, 2)], tag="aa", antialias=1, mode="linear")
 case("Resize", [I(1, 3, 5, 5), None, C([1, 1, 0.5, 0.5], np.float32)], [O(F, 1, 3, 2, 2)], opset=13, tag="13")
 case("Resize", [I(1, 3, 4, 4), C([1, 1, 2, 3], np.float32)], [O(F, 1, 3, 8, 12)], opset=10, tag="10")
 case("Upsample", [I(1, 1, 2, 2), C([1, 1, 2, 2], np.float32)], [O(F, 1, 1, 4, 4)], opset=10)
 case("Upsample", [I(1, 1, 2, 2), C([1, 1, 2, 3], np.float32)], [O(F, 1, 1, 4, 6)], opset=9, tag="9")
 case("Upsample", [I(1, 1, 2, 2)], [O(F, 1, 1, 4, 6)], opset=7, tag="7", scales=[1.0, 1.0, 2.0, 3.0])
-case("Upsample", [I(1, 1, 2, 2)], [O(F, 1, 1, 4, 6)], opset=1, tag="1", height_scale=2.0, width_scale=3.0, no17=True)
+case("Upsample", [I(1, 1, 2, 2)], [O(F, 1, 1, 4, 6)], opset=1, tag="1", height_scale=2.0, width_scale=3.0, no_old=True)
 case("Pad", [I(2, 3), C([1, 2, 0, 1], np.int64)], [O(F, 3, 6)])
 case("Pad", [I(2, 3), C([2, 3], np.int64), None, C([1], np.int64)], [O(F, 2, 8)], tag="axes")
 case("Pad", [I(2, 3), C([0, -1, 0, 0], np.int64)], [O(F, 2, 2)], tag="neg", mode="constant")
 case("Pad", [I(2, 3), I(4, dt=I64)], [O(F, "?", "?")], tag="unknown")
 case("Pad", [I(2, 3), I(2, dt=I64), None, C([0], np.int64)], [O(F, "?", 3)], tag="unknownaxes")
 case("Pad", [I(2, 3)], [O(F, 2, 5)], opset=2, tag="2", pads=[0, 1, 0, 1])
-case("Pad", [I(2, 3)], [O(F, 4, 3)], opset=1, tag="1", paddings=[1, 0, 1, 0], no17=True)
+case("Pad", [I(2, 3)], [O(F, 4, 3)], opset=1, tag="1", paddings=[1, 0, 1, 0], no_old=True)
 case("Pad", [I(2, 3), C([1, 1, 1, 1], np.int64)], [O(F, 4, 5)], opset=11, tag="11", mode="reflect")
 
 # ---------------------------------------------------------------- recurrent
@@ -323,7 +326,7 @@ case("QuantizeLinear", [I(2, 3), I(), I(dt=F8E4M3FN)], [O(F8E4M3FN, 2, 3)], tag=
 case("QuantizeLinear", [I(2, 4), I(2, 2)], [O(U8, 2, 4)], tag="block", axis=1, block_size=2)
 case("QuantizeLinear", [I(2, 3), I(), I(dt=I8)], [], tag="bad", output_dtype=U8, err="differs from the zero point")
 case("DequantizeLinear", [I(2, 3, dt=I8), I(), I(dt=I8)], [O(F, 2, 3)])
-case("DequantizeLinear", [I(2, 3, dt=I8), I(dt=H)], [O(H, 2, 3)], tag="f16", no17=True)
+case("DequantizeLinear", [I(2, 3, dt=I8), I(dt=H)], [O(H, 2, 3)], tag="f16", no_old=True)
 case("DequantizeLinear", [I(2, 3, dt=I8), I(dt=H)], [O(F, 2, 3)], tag="f16", opset=13)
 case("DequantizeLinear", [I(2, 4, dt=I8), I(2, 2)], [O(F, 2, 4)], tag="block", axis=1, block_size=2)
 case("DynamicQuantizeLinear", [I(2, 3)], [O(U8, 2, 3), O(F), O(U8)])
@@ -353,7 +356,7 @@ case("MelWeightMatrix", [C(np.int64(8)), C(np.int64(16)), C(np.int64(16000)), C(
 
 # ---------------------------------------------------------------- vision
 case("GridSample", [I(1, 3, 8, 8), I(1, 5, 6, 2)], [O(F, 1, 3, 5, 6)])
-case("GridSample", [I(1, 2, 4, 4, 4), I(1, 3, 5, 6, 3)], [O(F, 1, 2, 3, 5, 6)], tag="3d", no17=True)
+case("GridSample", [I(1, 2, 4, 4, 4), I(1, 3, 5, 6, 3)], [O(F, 1, 2, 3, 5, 6)], tag="3d", no_old=True)
 case("Col2Im", [I(1, 8, 9), C([4, 4], np.int64), C([2, 2], np.int64)], [O(F, 1, 2, 4, 4)])
 case("Col2Im", [I(1, 7, 9), C([4, 4], np.int64), C([2, 2], np.int64)], [], tag="bad", err="not a multiple of the block size")
 case("AffineGrid", [I(2, 2, 3), C([2, 3, 5, 7], np.int64)], [O(F, 2, 5, 7, 2)])
@@ -469,9 +472,10 @@ def main(argv):
         seen.add(name)
         variants = [(name, c["opset"])]
         model, outs = build(c, c["opset"])
-        if c["opset"] == NEWEST and not c["err"] and not c["no17"] and schema_at(c["op"], 17) is not None:
-            if valid_at(model, 17):
-                variants.append((name + "_o17", 17))
+        for old in OLD_COPIES:
+            if c["opset"] == NEWEST and not c["err"] and not c["no_old"] and schema_at(c["op"], old) is not None:
+                if valid_at(model, old):
+                    variants.append((name + "_o%d" % old, old))
         for vname, opset in variants:
             m = model if opset == c["opset"] else build(c, opset)[0]
             path = os.path.join(out, vname + ".onnx")

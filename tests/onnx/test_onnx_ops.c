@@ -1,7 +1,8 @@
 /*
  * Operator coverage: tests/onnx/op_models.py writes one small model per
  * ai.onnx operator (every op type of the importer's dispatch table at opset
- * 22, older versions where their form differs, opset-17 copies) with
+ * 22, older versions where their form differs, copies at opsets 17, 13, 11
+ * and 7 where the form is the same) with
  * hand-computed output shapes; each is imported here and every output must
  * have exactly the expected element type and shape ("?" any symbol, a name
  * that dim_param, "dyn" a tensor without a byte size).  Where the case has
