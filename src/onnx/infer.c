@@ -54,6 +54,7 @@ static const struct { const char *op; infer_fn fn; } table[] = {
     {"BitwiseNot", bp__ox_inf_unary}, {"Softmax", bp__ox_inf_unary}, {"LogSoftmax", bp__ox_inf_unary},
     {"Hardmax", bp__ox_inf_unary}, {"LRN", bp__ox_inf_unary}, {"CumSum", bp__ox_inf_unary}, {"Trilu", bp__ox_inf_unary},
     {"ReverseSequence", bp__ox_inf_unary}, {"MeanVarianceNormalization", bp__ox_inf_unary}, {"Bernoulli", bp__ox_inf_unary},
+    {"LpNormalization", bp__ox_inf_unary},
     {"Identity", bp__ox_inf_identity}, {"Dropout", bp__ox_inf_identity},
     {"Cast", bp__ox_inf_cast}, {"CastLike", bp__ox_inf_cast},
     {"ReduceMean", bp__ox_inf_reduce}, {"ReduceSum", bp__ox_inf_reduce}, {"ReduceMax", bp__ox_inf_reduce},
@@ -83,9 +84,10 @@ static const struct { const char *op; infer_fn fn; } table[] = {
     {"SequenceLength", bp__ox_inf_sequence}, {"SplitToSequence", bp__ox_inf_sequence},
     {"ConcatFromSequence", bp__ox_inf_sequence}, {"Optional", bp__ox_inf_sequence},
     {"OptionalGetElement", bp__ox_inf_sequence}, {"OptionalHasElement", bp__ox_inf_sequence},
+    {"SequenceMap", bp__ox_inf_sequence},
     /* infer_nn.c */
     {"Conv", bp__ox_inf_conv}, {"ConvTranspose", bp__ox_inf_conv}, {"ConvInteger", bp__ox_inf_conv},
-    {"QLinearConv", bp__ox_inf_conv},
+    {"QLinearConv", bp__ox_inf_conv}, {"DeformConv", bp__ox_inf_conv},
     {"MaxPool", bp__ox_inf_pool}, {"AveragePool", bp__ox_inf_pool}, {"LpPool", bp__ox_inf_pool},
     {"GlobalAveragePool", bp__ox_inf_pool}, {"GlobalMaxPool", bp__ox_inf_pool}, {"GlobalLpPool", bp__ox_inf_pool},
     {"Gemm", bp__ox_inf_gemm}, {"MatMul", bp__ox_inf_gemm}, {"MatMulInteger", bp__ox_inf_gemm},
@@ -100,6 +102,18 @@ static const struct { const char *op; infer_fn fn; } table[] = {
     {"QuantizeLinear", bp__ox_inf_quant}, {"DequantizeLinear", bp__ox_inf_quant},
     {"DynamicQuantizeLinear", bp__ox_inf_quant},
     {"GridSample", bp__ox_inf_grid_sample},
+    /* infer_signal.c */
+    {"DFT", bp__ox_inf_dft}, {"STFT", bp__ox_inf_stft}, {"HannWindow", bp__ox_inf_window},
+    {"HammingWindow", bp__ox_inf_window}, {"BlackmanWindow", bp__ox_inf_window}, {"MelWeightMatrix", bp__ox_inf_mel},
+    /* infer_vision.c */
+    {"CenterCropPad", bp__ox_inf_center_crop_pad}, {"Col2Im", bp__ox_inf_col2im}, {"AffineGrid", bp__ox_inf_affine_grid},
+    {"RoiAlign", bp__ox_inf_roi}, {"MaxRoiPool", bp__ox_inf_roi}, {"MaxUnpool", bp__ox_inf_max_unpool},
+    {"ImageDecoder", bp__ox_inf_image_decoder},
+    /* infer_misc.c */
+    {"NegativeLogLikelihoodLoss", bp__ox_inf_loss}, {"SoftmaxCrossEntropyLoss", bp__ox_inf_loss}, {"Det", bp__ox_inf_det},
+    {"Multinomial", bp__ox_inf_multinomial}, {"TfIdfVectorizer", bp__ox_inf_tfidf},
+    {"StringNormalizer", bp__ox_inf_string}, {"StringConcat", bp__ox_inf_string}, {"StringSplit", bp__ox_inf_string},
+    {"RegexFullMatch", bp__ox_inf_string},
 };
 
 static infer_fn find_fn(const char *op)

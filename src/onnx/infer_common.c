@@ -68,6 +68,19 @@ bp_status bp__ox_set_out(bp__ox_op *x, int i, bp_dtype dt, int rank, const int64
 
 bp_status bp__ox_set_unknown(bp__ox_op *x, int i, bp_dtype dt) { return bp__ox_set_out(x, i, dt, -1, NULL); }
 
+bool bp__ox_in0_rank(bp__ox_op *x, int min_rank, const char *what, bp__ox_arg *a)
+{
+    int32_t t = bp__ox_in(x, 0);
+    a->r = bp__ox_rank(x, t);
+    a->dt = bp__ox_dt(x, t);
+    a->d = NULL;
+    a->s = BP_OK;
+    if (a->r < 0) a->s = bp__ox_set_unknown(x, 0, a->dt);
+    else if (a->r < min_rank) a->s = bp__ox_bad(x, "input has rank %d (needs at least %d: %s)", a->r, min_rank, what);
+    else { a->d = bp__ox_shape(x, t); return false; }
+    return true;
+}
+
 /* Output i gets input t's type and shape (and values when pass_val). */
 bp_status bp__ox_copy_shape(bp__ox_op *x, int i, int32_t t, bp_dtype dt, bool pass_val)
 {

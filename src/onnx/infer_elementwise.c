@@ -182,6 +182,16 @@ static bp_status fold_nary(bp__ox_op *x, int code, const int32_t *ids, int n, bp
     return s;
 }
 
+/* Binary ops before opset 7 with broadcast=1: B is broadcast to A (from
+ * `axis`, or aligned at the end), so the output has A's shape; not folded. */
+static bp_status legacy_broadcast(bp__ox_op *x, int32_t a, bp_dtype dt)
+{
+    bp_status s = bp__ox_copy_shape(x, 0, a, dt, false);
+    int64_t ne = bp__ox_t_numel(x, a);
+    x->nd->cost = ne > 0 ? (double)ne : 0;
+    return s;
+}
+
 bp_status bp__ox_inf_nary(bp__ox_op *x)
 {
     int n = x->nd->n_in;
@@ -196,6 +206,8 @@ bp_status bp__ox_inf_nary(bp__ox_op *x)
     bool where = !strcmp(x->op, "Where");
     if (where && n != 3) return bp__ox_bad(x, "Where needs 3 inputs");
     if (where) dt = bp__ox_dt(x, ids[1]) != BP_DT_UNKNOWN ? bp__ox_dt(x, ids[1]) : bp__ox_dt(x, ids[2]);
+    if (x->opset < 7 && n == 2 && code <= OP_XOR && code != OP_MOD && code != OP_MIN && code != OP_MAX && bp__ox_attr_i(x, "broadcast", 0))
+        return legacy_broadcast(x, ids[0], dt);
     int r = -1;
     int64_t od[MR] = {0};
     bp_status s = bp__ox_broadcast(x, ids, n, &r, od);
@@ -237,6 +249,7 @@ bp_status bp__ox_inf_unary(bp__ox_op *x)
     bp_dtype dt = bp__ox_dt(x, a);
     const char *op = x->op;
     if (!strcmp(op, "Not") || !strcmp(op, "IsNaN") || !strcmp(op, "IsInf")) dt = BP_DT_BOOL;
+    if (!strcmp(op, "Bernoulli") && bp__ox_attr(x, "dtype")) dt = bp__ox_dtype((int32_t)bp__ox_attr_i(x, "dtype", 1));
     bp_status s = bp__ox_copy_shape(x, 0, a, dt, false);
     if (s) return s;
     int64_t n = bp__ox_t_numel(x, a);
@@ -283,11 +296,23 @@ bp_status bp__ox_inf_unary(bp__ox_op *x)
 
 bp_status bp__ox_inf_identity(bp__ox_op *x)
 {
-    bp_status s = bp__ox_copy_shape(x, 0, bp__ox_in(x, 0), BP_DT_UNKNOWN, true);
+    int32_t a = bp__ox_in(x, 0), o = bp__ox_out(x, 0);
+    bp_status s = bp__ox_copy_shape(x, 0, a, BP_DT_UNKNOWN, true);
     if (s) return s;
+    if (a >= 0 && o >= 0) x->c->t[o].not_sized = x->c->t[a].not_sized;   /* a sequence or optional stays one */
     if (!strcmp(x->op, "Dropout") && bp__ox_out(x, 1) >= 0 && x->opset >= 10)
         s = bp__ox_copy_shape(x, 1, bp__ox_in(x, 0), BP_DT_BOOL, false);   /* the mask; opset < 10: not inferred, as onnx */
     return s;
+}
+
+/* Cast-1's `to` is a type name ("FLOAT", "INT64", ...): the TensorProto.DataType of that position. */
+static bp_dtype cast1_type(const Onnx__AttributeProto *at)
+{
+    static const char *const names[] = {"FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING", "BOOL",
+                                        "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+        if (at->s.len == strlen(names[i]) && !memcmp(at->s.data, names[i], at->s.len)) return bp__ox_dtype(i + 1);
+    return BP_DT_UNKNOWN;
 }
 
 bp_status bp__ox_inf_cast(bp__ox_op *x)
@@ -295,7 +320,10 @@ bp_status bp__ox_inf_cast(bp__ox_op *x)
     int32_t a = bp__ox_in(x, 0);
     bp_dtype dt;
     if (!strcmp(x->op, "CastLike")) dt = bp__ox_dt(x, bp__ox_in(x, 1));
-    else {
+    else if (x->opset < 6 && bp__ox_attr(x, "to") && bp__ox_attr(x, "to")->has_s) {
+        dt = cast1_type(bp__ox_attr(x, "to"));   /* Cast-1: the type by name */
+        if (dt == BP_DT_UNKNOWN && bp__ox_out(x, 0) >= 0) x->c->t[bp__ox_out(x, 0)].not_sized = 1;
+    } else {
         dt = bp__ox_dtype((int32_t)bp__ox_attr_i(x, "to", 0));
         if (dt == BP_DT_UNKNOWN && bp__ox_out(x, 0) >= 0) x->c->t[bp__ox_out(x, 0)].not_sized = 1;
     }

@@ -28,8 +28,9 @@ bp_status bp__ox_inf_concat(bp__ox_op *x)
         else if (bp__ox_rank(x, t) != r) return bp__ox_bad(x, "inputs have ranks %d and %d", r, bp__ox_rank(x, t));
     }
     if (r < 0) return bp__ox_set_unknown(x, 0, dt);
-    int64_t ax = bp__ox_norm_axis(bp__ox_attr_i(x, "axis", 0), r);
-    if (ax < 0 || ax >= r) return bp__ox_bad(x, "axis %lld is out of range for rank %d", (long long)bp__ox_attr_i(x, "axis", 0), r);
+    int64_t axis = bp__ox_attr_i(x, "axis", x->opset < 4 ? 1 : 0);   /* Concat-1: default 1; required from 4 */
+    int64_t ax = bp__ox_norm_axis(axis, r);
+    if (ax < 0 || ax >= r) return bp__ox_bad(x, "axis %lld is out of range for rank %d", (long long)axis, r);
     int64_t d[MR] = {0};
     int64_t sum = 0, sym = 0;
     int nsym = 0;
@@ -108,7 +109,8 @@ bp_status bp__ox_inf_split(bp__ox_op *x)
     int64_t sp[1024];
     size_t n = 0;
     bool have = false, known = true;
-    if (x->opset < 13) {
+    /* split: an attribute in opsets 2..12, an input from 13 (and in opset 1, either) */
+    if (x->opset < 13 && !(x->opset < 2 && bp__ox_in(x, 1) >= 0)) {
         const int64_t *v;
         if (bp__ox_attr_ints(x, "split", &v, &n) && n) {
             if (n > 1024) known = false;
@@ -119,7 +121,20 @@ bp_status bp__ox_inf_split(bp__ox_op *x)
         have = true;
         if (!bp__ox_ints_of(x, bp__ox_in(x, 1), sp, 1024, &n)) known = false;
     }
+    if (x->opset >= 18 && bp__ox_attr(x, "num_outputs")) {
+        int64_t nout = bp__ox_attr_i(x, "num_outputs", 0);
+        if (have) return bp__ox_bad(x, "both the split input and num_outputs are given");
+        if (nout != no) return bp__ox_bad(x, "num_outputs is %lld but the node has %d outputs", (long long)nout, no);
+    }
     int64_t D = bp__ox_shape(x, a)[ax];
+    if (have && known) {
+        int64_t sum = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (sp[i] < 0) return bp__ox_bad(x, "split entry %zu is negative (%lld)", i, (long long)sp[i]);
+            if (__builtin_add_overflow(sum, sp[i], &sum)) return bp__ox_bad(x, "the split sizes overflow 64 bits");
+        }
+        if (D >= 0 && sum != D) return bp__ox_bad(x, "the split sizes add up to %lld, the dimension is %lld", (long long)sum, (long long)D);
+    }
     for (int i = 0; i < no; i++) {
         int64_t d[MR] = {0};
         memcpy(d, bp__ox_shape(x, a), (size_t)r * sizeof *d);
@@ -333,6 +348,39 @@ bp_status bp__ox_inf_onehot(bp__ox_op *x)
     return bp__ox_set_out(x, 0, dt, r + 1, d);
 }
 
+/* Unique: one fresh symbol u for the unique count: Y is [u] (or the input
+ * with u on `axis`), indices and counts [u], inverse_indices one entry per
+ * input element (or per slice along axis). */
+static bp_status unique(bp__ox_op *x, int32_t a)
+{
+    int r = bp__ox_rank(x, a);
+    const Onnx__AttributeProto *at = bp__ox_attr(x, "axis");
+    int64_t u, d[MR] = {0}, inv;
+    BP__OX_FRESH(u, 0, 0);
+    bp_status s;
+    if (at && r >= 0) {
+        int64_t ax = bp__ox_norm_axis(at->i, r);
+        if (ax < 0 || ax >= r) return bp__ox_bad(x, "axis %lld is out of range for rank %d", (long long)at->i, r);
+        memcpy(d, bp__ox_shape(x, a), (size_t)r * sizeof *d);
+        inv = d[ax];
+        d[ax] = u;
+        s = bp__ox_set_out(x, 0, bp__ox_dt(x, a), r, d);
+    } else if (at) {   /* an axis of an input of unknown rank */
+        BP__OX_FRESH(inv, 2, 0);
+        s = bp__ox_set_unknown(x, 0, bp__ox_dt(x, a));
+    } else {
+        int64_t ne = bp__ox_t_numel(x, a);
+        if (ne >= 0) inv = ne;
+        else if (r == 1) inv = bp__ox_shape(x, a)[0];   /* a symbol */
+        else BP__OX_FRESH(inv, 2, 0);
+        s = bp__ox_set_out(x, 0, bp__ox_dt(x, a), 1, &u);
+    }
+    if (!s) s = bp__ox_set_out(x, 1, BP_DT_I64, 1, &u);
+    if (!s) s = bp__ox_set_out(x, 2, BP_DT_I64, 1, &inv);
+    if (!s) s = bp__ox_set_out(x, 3, BP_DT_I64, 1, &u);
+    return s;
+}
+
 bp_status bp__ox_inf_dynamic_1d(bp__ox_op *x)
 {
     /* NonZero [rank, ?], NonMaxSuppression [?, 3], Compress, Unique */
@@ -359,18 +407,15 @@ bp_status bp__ox_inf_dynamic_1d(bp__ox_op *x)
         BP__OX_FRESH(dd[ax], 0, (int)ax);
         return bp__ox_set_out(x, 0, bp__ox_dt(x, a), r, dd);
     }
-    /* Unique */
-    for (int i = 0; i < x->nd->n_out; i++) {
-        BP__OX_FRESH(d[0], i, 0);
-        bp_status s = bp__ox_set_out(x, i, i == 0 ? bp__ox_dt(x, a) : BP_DT_I64, 1, d);
-        if (s) return s;
-    }
-    return BP_OK;
+    return unique(x, a);
 }
 
 /* Ops whose outputs are sequences or optionals: not tensors of a known size. */
 bp_status bp__ox_inf_sequence(bp__ox_op *x)
 {
+    int32_t a = bp__ox_in(x, 0);
+    if (!strcmp(x->op, "OptionalGetElement") && a >= 0 && !x->c->t[a].not_sized && x->c->t[a].dtype != BP_DT_UNKNOWN)
+        return bp__ox_copy_shape(x, 0, a, BP_DT_UNKNOWN, true);   /* opset 18: a plain tensor passes through */
     for (int i = 0; i < x->nd->n_out; i++) {
         int32_t t = bp__ox_out(x, i);
         if (t < 0) continue;

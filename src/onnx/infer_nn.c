@@ -283,14 +283,39 @@ bp_status bp__ox_inf_norm(bp__ox_op *x)
         }
         return BP_OK;
     }
-    if (!strcmp(x->op, "LayerNormalization") && x->nd->n_out > 1) {
+    if (!strcmp(x->op, "LayerNormalization")) {
         bp_dtype sdt = bp__ox_dtype((int32_t)bp__ox_attr_i(x, "stash_type", 1));
         if (r < 0) { s = bp__ox_set_unknown(x, 1, sdt); return s ? s : bp__ox_set_unknown(x, 2, sdt); }
         int64_t ax = bp__ox_norm_axis(bp__ox_attr_i(x, "axis", -1), r);
+        if (ax < 0 || ax >= r) return bp__ox_bad(x, "axis %lld is out of range for rank %d", (long long)bp__ox_attr_i(x, "axis", -1), r);
         int64_t d[MR] = {0};
         for (int i = 0; i < r; i++) d[i] = i < ax ? bp__ox_shape(x, a)[i] : 1;
         s = bp__ox_set_out(x, 1, sdt, r, d);
         return s ? s : bp__ox_set_out(x, 2, sdt, r, d);
+    }
+    return BP_OK;
+}
+
+/* Resize-18 keep_aspect_ratio_policy with sizes: not_larger / not_smaller
+ * scale every axis by the smallest / largest sizes[i] / in[i] (single
+ * precision, rounded, as onnx); d holds the sizes on entry. */
+static bp_status keep_aspect(bp__ox_op *x, const int64_t *axes, size_t na, const int64_t *in, int r, int64_t *d)
+{
+    bool smaller = bp__ox_attr_s_is(x, "keep_aspect_ratio_policy", "not_larger");
+    bool larger = bp__ox_attr_s_is(x, "keep_aspect_ratio_policy", "not_smaller");
+    if (!smaller && !larger) return BP_OK;   /* stretch */
+    float scale = 0;
+    bool known = true;
+    for (size_t i = 0; i < na; i++) {
+        int64_t q = bp__ox_norm_axis(axes[i], r);
+        if (in[q] <= 0 || d[q] < 0) { known = false; continue; }
+        float s = (float)d[q] / (float)in[q];
+        if (i == 0 || (smaller ? s < scale : s > scale)) scale = s;
+    }
+    for (size_t i = 0; i < na; i++) {
+        int64_t q = bp__ox_norm_axis(axes[i], r);
+        if (known) d[q] = bp__ox_f2i(roundf(scale * (float)in[q]));
+        else BP__OX_FRESH(d[q], 0, (int)q);
     }
     return BP_OK;
 }
@@ -307,8 +332,15 @@ bp_status bp__ox_inf_resize(bp__ox_op *x)
     double sc[MR];
     bool have_sc = false;
     if (!strcmp(x->op, "Upsample") && x->opset < 9) {
-        const Onnx__AttributeProto *at = bp__ox_attr(x, "scales");
+        const Onnx__AttributeProto *at = bp__ox_attr(x, "scales"), *hs = bp__ox_attr(x, "height_scale"), *ws = bp__ox_attr(x, "width_scale");
         if (at && (int)at->n_floats == r) { for (int i = 0; i < r; i++) sc[i] = at->floats[i]; have_sc = true; }
+        else if (hs && ws && hs->has_f && ws->has_f && r == 4) {
+            /* Upsample-1: height_scale and width_scale of an NCHW input */
+            sc[0] = sc[1] = 1;
+            sc[2] = hs->f;
+            sc[3] = ws->f;
+            have_sc = true;
+        }
     } else if (!strcmp(x->op, "Upsample") || x->opset < 11) {
         tsc = bp__ox_in(x, 1);
     } else {
@@ -328,6 +360,10 @@ bp_status bp__ox_inf_resize(bp__ox_op *x)
             int64_t q = bp__ox_norm_axis(axes[i], r);
             if (q < 0 || q >= r) return bp__ox_bad(x, "axis out of range");
             d[q] = bp__ox_val_dim(vz, (uint32_t)i);
+        }
+        if (x->opset >= 18) {
+            bp_status s = keep_aspect(x, axes, na, bp__ox_shape(x, a), r, d);
+            if (s) return s;
         }
     } else if (vs && vs->n > 0) {
         if (vs->n != na) return bp__ox_bad(x, "scales has %u entries for %zu axes", vs->n, na);
@@ -374,14 +410,20 @@ bp_status bp__ox_inf_pad(bp__ox_op *x)
     int64_t axes[MR];
     size_t na = (size_t)r;
     for (int i = 0; i < r; i++) axes[i] = i;
-    if (x->opset >= 18 && bp__ox_in(x, 3) >= 0) known = known && bp__ox_ints_of(x, bp__ox_in(x, 3), axes, MR, &na);
+    bool axes_known = true;
+    if (x->opset >= 18 && bp__ox_in(x, 3) >= 0) axes_known = bp__ox_ints_of(x, bp__ox_in(x, 3), axes, MR, &na);
     int64_t d[MR] = {0};
     memcpy(d, bp__ox_shape(x, a), (size_t)r * sizeof *d);
-    if (!known || n != 2 * na) {
-        if (known) return bp__ox_bad(x, "pads has %zu entries for %zu axes", n, na);
-        for (int i = 0; i < r; i++) BP__OX_FRESH(d[i], 0, i);
+    if (!known || !axes_known) {
+        /* the padded axes (all when not known) get fresh sizes */
+        for (size_t i = 0; i < (axes_known ? na : (size_t)r); i++) {
+            int64_t q = axes_known ? bp__ox_norm_axis(axes[i], r) : (int64_t)i;
+            if (q < 0 || q >= r) return bp__ox_bad(x, "axis %lld is out of range for rank %d", (long long)axes[i], r);
+            BP__OX_FRESH(d[q], 0, (int)q);
+        }
         return bp__ox_set_out(x, 0, dt, r, d);
     }
+    if (n != 2 * na) return bp__ox_bad(x, "pads has %zu entries for %zu axes", n, na);
     for (size_t i = 0; i < na; i++) {
         int64_t q = bp__ox_norm_axis(axes[i], r);
         if (q < 0 || q >= r) return bp__ox_bad(x, "axis out of range");
@@ -411,6 +453,8 @@ bp_status bp__ox_inf_d2s(bp__ox_op *x)
         if (s[i] < 0) { BP__OX_FRESH(d[i], 0, i); continue; }
         if (i == 1 && !d2s && (__builtin_mul_overflow(s[1], b * b, &d[1])))
             return bp__ox_bad(x, "the output's channels overflow 64 bits");
+        if (i == 1 && d2s && s[1] % (b * b))
+            return bp__ox_bad(x, "%lld channels are not a multiple of blocksize^2 (%lld)", (long long)s[1], (long long)(b * b));
         if (i == 1) d[1] = d2s ? s[1] / (b * b) : d[1];
         else if (d2s && __builtin_mul_overflow(s[i], b, &d[i])) return bp__ox_bad(x, "dimension %d overflows 64 bits", i);
         else if (!d2s) d[i] = s[i] / b;
@@ -430,7 +474,7 @@ bp_status bp__ox_inf_rnn(bp__ox_op *x)
         return BP_OK;
     }
     const int64_t *s = bp__ox_shape(x, a);
-    int64_t seq = layout ? s[1] : s[0], batch = layout ? s[0] : s[1];
+    int64_t seq = layout ? s[1] : s[0], batch = layout ? s[0] : s[1], in = s[2];   /* s dies with the first output set */
     int64_t h;
     if (hs >= 0) h = hs;
     else BP__OX_FRESH(h, 0, 3);
@@ -439,7 +483,7 @@ bp_status bp__ox_inf_rnn(bp__ox_op *x)
     else { y[0] = seq; y[1] = nd; y[2] = batch; y[3] = h; yh[0] = nd; yh[1] = batch; yh[2] = h; }
     bp_status st = bp__ox_set_out(x, 0, dt, 4, y);
     for (int i = 1; i < x->nd->n_out && !st; i++) st = bp__ox_set_out(x, i, dt, 3, yh);
-    int64_t ny = bp__ox_numel(y, 4), in = s[2];
+    int64_t ny = bp__ox_numel(y, 4);
     if (ny >= 0 && in >= 0 && hs >= 0) {
         double gates = !strcmp(x->op, "LSTM") ? 4 : !strcmp(x->op, "GRU") ? 3 : 1;
         x->nd->cost = 2.0 * gates * (double)ny * (double)(in + hs);
@@ -451,11 +495,19 @@ bp_status bp__ox_inf_quant(bp__ox_op *x)
 {
     int32_t a = bp__ox_in(x, 0);
     if (!strcmp(x->op, "QuantizeLinear")) {
-        bp_dtype dt = bp__ox_in(x, 2) >= 0 ? bp__ox_dt(x, bp__ox_in(x, 2)) : BP_DT_U8;
-        return bp__ox_copy_shape(x, 0, a, dt == BP_DT_UNKNOWN ? BP_DT_U8 : dt, false);
+        /* the zero point's type; without one, output_dtype (opset 21) or uint8 */
+        int32_t zp = bp__ox_in(x, 2), o = bp__ox_out(x, 0);
+        int64_t odt = x->opset >= 21 ? bp__ox_attr_i(x, "output_dtype", 0) : 0;
+        bp_dtype dt = zp >= 0 ? bp__ox_dt(x, zp) : odt ? bp__ox_dtype((int32_t)odt) : BP_DT_U8;
+        if (odt && zp >= 0 && dt != BP_DT_UNKNOWN && dt != bp__ox_dtype((int32_t)odt))
+            return bp__ox_bad(x, "output_dtype %lld differs from the zero point's type", (long long)odt);
+        bool four_bit = zp >= 0 ? x->c->t[zp].not_sized : odt && dt == BP_DT_UNKNOWN;
+        if (four_bit && o >= 0) x->c->t[o].not_sized = 1;   /* int4 / uint4: no byte size */
+        return bp__ox_copy_shape(x, 0, a, dt == BP_DT_UNKNOWN && !four_bit ? BP_DT_U8 : dt, false);
     }
     if (!strcmp(x->op, "DequantizeLinear")) {
-        bp_dtype dt = bp__ox_dt(x, bp__ox_in(x, 1));
+        /* the scale's type from opset 19 (float16, bfloat16); float before */
+        bp_dtype dt = x->opset >= 19 ? bp__ox_dt(x, bp__ox_in(x, 1)) : BP_DT_F32;
         return bp__ox_copy_shape(x, 0, a, dt == BP_DT_UNKNOWN ? BP_DT_F32 : dt, false);
     }
     /* DynamicQuantizeLinear */

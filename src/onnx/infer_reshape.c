@@ -64,7 +64,7 @@ bp_status bp__ox_inf_reshape(bp__ox_op *x)
         }
         return bp__ox_set_unknown(x, 0, dt);
     }
-    bool allowzero = bp__ox_attr_i(x, "allowzero", 0) != 0;
+    bool allowzero = x->opset >= 14 && bp__ox_attr_i(x, "allowzero", 0) != 0;
     int r = (int)n, ri = bp__ox_rank(x, a);
     int64_t d[MR] = {0};
     int neg = -1;
@@ -197,6 +197,14 @@ bp_status bp__ox_inf_unsqueeze(bp__ox_op *x)
     bool known;
     bool have = bp__ox_get_axes(x, 13, 1, ax, &n, &known);
     if (!have) return bp__ox_bad(x, "no axes");
+    int32_t at = bp__ox_in(x, 1);
+    if (r >= 0 && !known && x->opset >= 13 && bp__ox_rank(x, at) == 1 && bp__ox_shape(x, at)[0] >= 0 &&
+        r + bp__ox_shape(x, at)[0] <= MR) {
+        /* axes not known, their count is: the rank is, the dims are not */
+        int64_t d[MR] = {0};
+        for (int i = 0; i < r + (int)bp__ox_shape(x, at)[0]; i++) BP__OX_FRESH(d[i], 0, i);
+        return bp__ox_set_out(x, 0, dt, r + (int)bp__ox_shape(x, at)[0], d);
+    }
     if (r < 0 || !known) return bp__ox_set_unknown(x, 0, dt);
     int ro = r + (int)n;
     if (ro > MR) return bp__ox_bad(x, "output rank %d is over the limit", ro);
@@ -314,6 +322,19 @@ bp_status bp__ox_inf_tile(bp__ox_op *x)
     size_t n;
     if (r < 0) return bp__ox_set_unknown(x, 0, dt);
     int64_t d[MR] = {0};
+    if (x->opset < 6 && bp__ox_in(x, 2) >= 0) {
+        /* Tile-1: `tiles` copies along `axis` (both scalar inputs) */
+        int64_t t1[1], a1[1];
+        size_t n1, n2;
+        memcpy(d, bp__ox_shape(x, a), (size_t)r * sizeof *d);
+        bool ok = bp__ox_ints_of(x, bp__ox_in(x, 1), t1, 1, &n1) && n1 == 1 && bp__ox_ints_of(x, bp__ox_in(x, 2), a1, 1, &n2) && n2 == 1;
+        if (!ok) { for (int i = 0; i < r; i++) BP__OX_FRESH(d[i], 0, i); return bp__ox_set_out(x, 0, dt, r, d); }
+        int64_t q = bp__ox_norm_axis(a1[0], r);
+        if (q < 0 || q >= r || t1[0] < 0) return bp__ox_bad(x, "axis %lld or tiles %lld is out of range", (long long)a1[0], (long long)t1[0]);
+        if (d[q] >= 0) { if (__builtin_mul_overflow(d[q], t1[0], &d[q])) return bp__ox_bad(x, "size overflows"); }
+        else if (t1[0] != 1) BP__OX_FRESH(d[q], 0, (int)q);
+        return bp__ox_set_out(x, 0, dt, r, d);
+    }
     if (!bp__ox_ints_of(x, bp__ox_in(x, 1), rep, MR, &n) || (int)n != r) {
         for (int i = 0; i < r; i++) BP__OX_FRESH(d[i], 0, i);
         return bp__ox_set_out(x, 0, dt, r, d);

@@ -32,7 +32,7 @@
 
 #define BP__OX_MAX_RANK 64
 #define BP__OX_VALUE_LIMIT 4096   /* elements; larger tensors carry no values */
-#define BP__OX_MAX_OPSET 21       /* newest default-domain opset understood */
+#define BP__OX_MAX_OPSET 22       /* newest default-domain opset understood */
 
 enum { BP__OX_INPUT = 1, BP__OX_INIT, BP__OX_NODE };
 
@@ -226,6 +226,17 @@ int64_t bp__ox_fresh_dim(bp__ox_op *x, int out, int k);
 bp_status bp__ox_set_out(bp__ox_op *x, int i, bp_dtype dt, int rank, const int64_t *dims);
 /* Output i of type dt and unknown rank. */
 bp_status bp__ox_set_unknown(bp__ox_op *x, int i, bp_dtype dt);
+/* Input 0 of a rule: rank, type, dims (rank >= 0), and the status when the rule is done early. */
+typedef struct bp__ox_arg {
+    int r;
+    bp_dtype dt;
+    const int64_t *d;
+    bp_status s;
+} bp__ox_arg;
+/* Reads input 0 into *a.  True when the rule is done, with a->s set: output
+ * 0 of input 0's type and unknown rank when the rank is unknown, an error
+ * naming `what` it needs when the rank is below min_rank; false otherwise. */
+bool bp__ox_in0_rank(bp__ox_op *x, int min_rank, const char *what, bp__ox_arg *a);
 /* Output i gets input t's type (dt unless BP_DT_UNKNOWN) and shape, and its values when pass_val. */
 bp_status bp__ox_copy_shape(bp__ox_op *x, int i, int32_t t, bp_dtype dt, bool pass_val);
 /* Whether all r dims are known sizes. */
@@ -326,6 +337,36 @@ bp_status bp__ox_inf_rnn(bp__ox_op *x);
 bp_status bp__ox_inf_quant(bp__ox_op *x);
 /* infer_nn.c: GridSample. */
 bp_status bp__ox_inf_grid_sample(bp__ox_op *x);
+/* infer_signal.c: DFT (axis attribute before opset 20, input from 20; dft_length, onesided). */
+bp_status bp__ox_inf_dft(bp__ox_op *x);
+/* infer_signal.c: STFT ([batch, frames, bins, 2]). */
+bp_status bp__ox_inf_stft(bp__ox_op *x);
+/* infer_signal.c: HannWindow, HammingWindow, BlackmanWindow ([size], output_datatype). */
+bp_status bp__ox_inf_window(bp__ox_op *x);
+/* infer_signal.c: MelWeightMatrix ([dft_length/2 + 1, num_mel_bins]). */
+bp_status bp__ox_inf_mel(bp__ox_op *x);
+/* infer_vision.c: CenterCropPad. */
+bp_status bp__ox_inf_center_crop_pad(bp__ox_op *x);
+/* infer_vision.c: Col2Im. */
+bp_status bp__ox_inf_col2im(bp__ox_op *x);
+/* infer_vision.c: AffineGrid. */
+bp_status bp__ox_inf_affine_grid(bp__ox_op *x);
+/* infer_vision.c: RoiAlign, MaxRoiPool. */
+bp_status bp__ox_inf_roi(bp__ox_op *x);
+/* infer_vision.c: MaxUnpool. */
+bp_status bp__ox_inf_max_unpool(bp__ox_op *x);
+/* infer_vision.c: ImageDecoder (height and width fresh). */
+bp_status bp__ox_inf_image_decoder(bp__ox_op *x);
+/* infer_misc.c: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss. */
+bp_status bp__ox_inf_loss(bp__ox_op *x);
+/* infer_misc.c: Det. */
+bp_status bp__ox_inf_det(bp__ox_op *x);
+/* infer_misc.c: Multinomial. */
+bp_status bp__ox_inf_multinomial(bp__ox_op *x);
+/* infer_misc.c: TfIdfVectorizer. */
+bp_status bp__ox_inf_tfidf(bp__ox_op *x);
+/* infer_misc.c: StringNormalizer, StringConcat, StringSplit, RegexFullMatch (string outputs not sized). */
+bp_status bp__ox_inf_string(bp__ox_op *x);
 
 /* ---- infer_const.c: tensor constants ---- */
 /* Fills a tensor from a TensorProto (Constant value, initializer): type,

@@ -16,3 +16,10 @@ expect_msg() {
   [ "$got" = "$rc" ] || bad "$*: exit $got, expected $rc: $(cat "$tmp/expect.out")"
   grep -qF -- "$words" "$tmp/expect.out" || bad "$*: the message does not say '$words': $(cat "$tmp/expect.out")"
 }
+# onnx_python: PY = a python3 that imports onnx and numpy (Debian's first),
+# or the script ends here with a SKIP line
+onnx_python() {
+  local p
+  for p in /usr/bin/python3 python3; do "$p" -c "import onnx, numpy" 2>/dev/null && { PY=$p; return 0; }; done
+  echo "SKIP: python3-onnx is not installed"; exit 0
+}

@@ -7,9 +7,7 @@
 # error naming the node.
 # Models are written with python3-onnx at run time.
 . "$(dirname "$0")/harness.bash"
-PY=""
-for p in /usr/bin/python3 python3; do "$p" -c "import onnx, numpy" 2>/dev/null && { PY=$p; break; }; done
-[ -n "$PY" ] || { echo "SKIP: python3-onnx is not installed"; exit 0; }
+onnx_python
 "$PY" - "$tmp" <<'PYEOF'
 import sys, numpy as np, onnx
 from onnx import helper, TensorProto, numpy_helper

@@ -15,6 +15,28 @@ import json
 import sys
 
 
+def typed_tensors(graph, names):
+    """{name: {"elem_type", "shape": [int | str | None] | None}} of the tensors in `names` that an inferred
+    graph (a model's, or a body's) types (value_info and graph outputs)."""
+    res = {}
+    for vi in list(graph.value_info) + list(graph.output):
+        if vi.name not in names or not vi.type.HasField("tensor_type"):
+            continue
+        t = vi.type.tensor_type
+        shape = None
+        if t.HasField("shape"):
+            shape = []
+            for d in t.shape.dim:
+                if d.HasField("dim_value"):
+                    shape.append(d.dim_value)
+                elif d.HasField("dim_param"):
+                    shape.append(d.dim_param)
+                else:
+                    shape.append(None)
+        res[vi.name] = {"elem_type": t.elem_type, "shape": shape}
+    return res
+
+
 def main(argv):
     try:
         import onnx
@@ -77,23 +99,7 @@ def typed(graph):
     produced = set()
     for n in graph.node:
         produced.update(o for o in n.output if o)
-    res = {}
-    for vi in list(graph.value_info) + list(graph.output):
-        if vi.name not in produced or not vi.type.HasField("tensor_type"):
-            continue
-        t = vi.type.tensor_type
-        shape = None
-        if t.HasField("shape"):
-            shape = []
-            for d in t.shape.dim:
-                if d.HasField("dim_value"):
-                    shape.append(d.dim_value)
-                elif d.HasField("dim_param"):
-                    shape.append(d.dim_param)
-                else:
-                    shape.append(None)
-        res[vi.name] = {"elem_type": t.elem_type, "shape": shape}
-    return res
+    return typed_tensors(graph, produced)
 
 
 if __name__ == "__main__":
