@@ -469,12 +469,20 @@ bp_status bp__ox_inf_rnn(bp__ox_op *x)
     int64_t hs = bp__ox_attr_i(x, "hidden_size", -1);
     int64_t nd = bp__ox_attr_s_is(x, "direction", "bidirectional") ? 2 : 1;
     bool layout = bp__ox_attr_i(x, "layout", 0) != 0;
-    if (bp__ox_rank(x, a) != 3) {
+    int ra = bp__ox_rank(x, a);
+    if (ra != 3 && ra != -1) {
         for (int i = 0; i < x->nd->n_out; i++) { bp_status s = bp__ox_set_unknown(x, i, dt); if (s) return s; }
         return BP_OK;
     }
-    const int64_t *s = bp__ox_shape(x, a);
-    int64_t seq = layout ? s[1] : s[0], batch = layout ? s[0] : s[1], in = s[2];   /* s dies with the first output set */
+    int64_t seq, batch, in;   /* the input's dims, read before the first output is set (which may move them) */
+    if (ra == 3) {
+        const int64_t *s = bp__ox_shape(x, a);
+        seq = layout ? s[1] : s[0], batch = layout ? s[0] : s[1], in = s[2];
+    } else {   /* X of unknown shape is still [seq, batch, input]: the outputs' ranks are known */
+        BP__OX_FRESH(seq, 0, 0);
+        BP__OX_FRESH(batch, 0, 2);
+        in = -1;
+    }
     int64_t h;
     if (hs >= 0) h = hs;
     else BP__OX_FRESH(h, 0, 3);
