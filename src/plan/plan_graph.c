@@ -29,7 +29,7 @@ bp_status bp__body_slots(const bp_graph *g, const bp__body *b, uint64_t align, u
         if (!is_slot(e->kind)) continue;
         const bp__tensor *x = &b->g->t[e->body_tensor];
         if (x->dynamic)
-            return bp__err(err, BP_ERR_UNSUPPORTED, "%s: op \"%s\": body input \"%s\" changes size from one iteration to the next; bufplan cannot reserve it",
+            return bp__err(err, BP_ERR_UNSUPPORTED, "%s: op \"%s\": body input \"%s\" has no fixed size (it changes from one iteration to the next, or is a sequence); bufplan cannot reserve its slot",
                            g->name, bp__names_get(&g->onames, b->op), bp__names_get(&b->g->tnames, e->body_tensor));
         if (slot_off) slot_off[q] = off;
         off += bp__align_up(x->bytes, align);
