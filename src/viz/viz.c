@@ -910,6 +910,51 @@ static int viz_color(const bp_graph *g, const bp_plan *p, int32_t t, bp_viz_colo
     return op >= 0 ? g->o[op].type % 20 : 19;
 }
 
+/* The tensors planned inside the bodies of control-flow ops, drawn in their
+ * op's column: x0, ws are where step 0 of plan p starts and one step's width,
+ * base is p's arena offset in the outer arena; an op's k-th of n bodies gets
+ * the k-th n-th of its column (an If's branches side by side), and bodies
+ * inside bodies nest the same way. */
+/* Whether t is the reservation of a control-flow op's bodies (drawn as a
+ * dashed outline, so what the bodies hold shows through). */
+static bool viz_reserve(const bp_graph *g, int32_t t)
+{
+    for (size_t i = 0; i < g->n_bodies; i++) if (g->bodies[i].reserve == t) return true;
+    return false;
+}
+
+typedef struct viz_frame { double top, TH, ymax; bp_viz_color color; char *b1; size_t cap; } viz_frame;
+
+static void viz_svg_bodies(FILE *f, const bp_graph *g, const bp_plan *p, uint64_t base, double x0, double ws, const viz_frame *fr)
+{
+    for (int32_t i = 0; i < p->n_bodies && (size_t)i < g->n_bodies; i++) {
+        const bp__body *b = &g->bodies[i];
+        const bp_plan *c = p->bodies[i];
+        int32_t s = 0, k = 0, n = 0;
+        while (s < p->n_o && p->order[s] != b->op) s++;
+        for (size_t j = 0; j < g->n_bodies; j++)
+            if (g->bodies[j].op == b->op) { if ((int32_t)j < i) k++; n++; }
+        double cw = ws / (n ? n : 1), cx = x0 + s * ws + k * cw, nb = c->n_o ? c->n_o : 1;
+        uint64_t cb = base + p->body_base[i];
+        for (int32_t t = 0; t < c->n_t; t++) {
+            const bp_tensor_plan *tp = &c->tp[t];
+            if (!viz_drawn(c, t)) continue;
+            double x = cx + tp->first / nb * cw, w = (tp->last + 1 - tp->first) / nb * cw;
+            double h = (double)tp->bytes / fr->ymax * fr->TH, y = fr->top + fr->TH - ((double)(cb + tp->offset) + (double)tp->bytes) / fr->ymax * fr->TH;
+            if (h < 0.4) { y -= 0.4 - h; h = 0.4; }
+            fprintf(f, "<rect class=\"body\" x=\"%.3f\" y=\"%.2f\" width=\"%.3f\" height=\"%.2f\" %s%s\"><title>", x, y, w, h,
+                    viz_reserve(b->g, t) ? "fill=\"none\" stroke-dasharray=\"3 2\" stroke=\"" : "fill=\"",
+                    viz_pal[viz_color(b->g, c, t, fr->color)]);
+            bp__viz_xml_str(f, bp__names_get(&b->g->tnames, t));
+            fprintf(f, " (%s body of ", bp_body_kind_name(b->kind));
+            bp__viz_xml_str(f, bp__names_get(&g->onames, b->op));
+            fprintf(f, "): %s, body steps %d..%d, offset %llu</title></rect>\n", bp__viz_fmt_bytes(tp->bytes, fr->b1, fr->cap), tp->first,
+                    tp->last, (unsigned long long)(cb + tp->offset));
+        }
+        viz_svg_bodies(f, b->g, c, cb, cx, cw / nb, fr);
+    }
+}
+
 bp_status bp_viz_write_svg_file(const bp_graph *g, const bp_plan *p, const bp_viz_options *o, FILE *f, bp_error *err)
 {
     bp_viz_options defaults;
@@ -1013,14 +1058,17 @@ bp_status bp_viz_write_svg_file(const bp_graph *g, const bp_plan *p, const bp_vi
             double x = L + tp->first / steps * pw, w = (tp->last + 1 - tp->first) / steps * pw;
             double h = (double)tp->bytes / ymax * TH, y = top + TH - ((double)tp->offset + (double)tp->bytes) / ymax * TH;
             if (h < 0.4) { y -= 0.4 - h; h = 0.4; }
-            fprintf(f, "<rect class=\"tensor\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"><title>",
-                    x, y, w, h, viz_pal[viz_color(g, p, (int32_t)t, o->color)]);
+            fprintf(f, "<rect class=\"tensor\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" %s%s\"><title>", x, y, w, h,
+                    viz_reserve(g, (int32_t)t) ? "fill=\"none\" stroke-dasharray=\"3 2\" stroke=\"" : "fill=\"",
+                    viz_pal[viz_color(g, p, (int32_t)t, o->color)]);
             bp__viz_xml_str(f, bp__names_get(&g->tnames, (int32_t)t));
             fprintf(f, ": %s, steps %d..%d, offset %llu</title></rect>\n", bp__viz_fmt_bytes(tp->bytes, b1, sizeof b1), tp->first,
                     tp->last, (unsigned long long)tp->offset);
             if ((t & 4095) == 0) bp__progress_update(&pr, (pass + (double)t / (double)(nt ? nt : 1)) / 2, "drawing");
         }
     }
+    viz_frame fr = {top, TH, ymax, o->color, b1, sizeof b1};
+    viz_svg_bodies(f, g, p, 0, L, pw / steps, &fr);
     fputs("</g>\n", f);
 
     /* live bytes: a step curve, one column per pixel when steps outnumber them */
