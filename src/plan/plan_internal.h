@@ -47,5 +47,8 @@ struct bp_plan {
 bp_plan *bp__plan_alloc(const bp_allocator *a, int32_t n_t, int32_t n_o);
 /* Builds the event table from order and tp (lazy ALLOC, FREE after last use). */
 bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err);
+/* The counts of p->stats (n_planned ... n_weights) and dynamic_bytes, from
+ * p's placements and kinds. */
+void bp__plan_count(const bp_graph *g, bp_plan *p);
 
 #endif /* BP_PLAN_INTERNAL_H */

@@ -975,9 +975,14 @@ bp_status bp_viz_write_svg_file(const bp_graph *g, const bp_plan *p, const bp_vi
     bp__viz_xml_str(f, o->title ? o->title : g->name);
     fputs(" \xE2\x80\x94 ", f);
     bp__viz_xml_str(f, label);
-    fprintf(f, "</text>\n<text x=\"12\" y=\"37\" fill=\"#444\">%d tensors in the arena, %zu steps: arena %s, lower bound %s (peak at step %d), naive %s</text>\n",
-            n_drawn, no, bp__viz_fmt_bytes(arena, b1, sizeof b1), bp__viz_fmt_bytes(peak, b2, sizeof b2), peak_step,
-            bp__viz_fmt_bytes(p->stats.naive_bytes, b3, sizeof b3));
+    if (!n_drawn)   /* no empty chart with "peak at step -1": say why */
+        fprintf(f, "</text>\n<text x=\"12\" y=\"37\" fill=\"#b00\">nothing planned: %d dynamic tensors (not planned), "
+                   "%d inputs and %d weights (external), %zu steps</text>\n", p->stats.n_dynamic, p->stats.n_inputs,
+                p->stats.n_weights, no);
+    else
+        fprintf(f, "</text>\n<text x=\"12\" y=\"37\" fill=\"#444\">%d tensors in the arena, %zu steps: arena %s, lower bound %s (peak at step %d), naive %s</text>\n",
+                n_drawn, no, bp__viz_fmt_bytes(arena, b1, sizeof b1), bp__viz_fmt_bytes(peak, b2, sizeof b2), peak_step,
+                bp__viz_fmt_bytes(p->stats.naive_bytes, b3, sizeof b3));
 
     /* axes and grid for both plots */
     for (int plot = 0; plot < 2; plot++) {
