@@ -441,9 +441,9 @@ bp_status cli_check_planned(const bp_graph *g, const bp_plan_stats *st, const ch
     unbound_symbols(g, names, &n_names, &more, list, sizeof list);
     if (n_names)
         snprintf(err->msg, sizeof err->msg,
-                 "%.300s: nothing planned: %d%s unbound symbol%s (%.400s%s) make %d tensors dynamic, outside the arena; "
+                 "%.300s: nothing planned: %d%s unbound symbol%s (%.400s%s) make%s %d tensors dynamic, outside the arena; "
                  "bind them with --dim SYM=N or --shape INPUT=AxBxC", path, n_names, more ? " or more" : "",
-                 n_names > 1 || more ? "s" : "", list, more ? ", ..." : "", st->n_dynamic);
+                 n_names > 1 || more ? "s" : "", list, more ? ", ..." : "", n_names > 1 || more ? "" : "s", st->n_dynamic);
     else if (st->n_dynamic)
         snprintf(err->msg, sizeof err->msg, "%.300s: nothing planned: %d dynamic tensors (sizes shape inference could not derive), "
                  "outside the arena", path, st->n_dynamic);

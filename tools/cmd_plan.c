@@ -40,10 +40,13 @@ static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verif
     if (!st->n_planned) fprintf(f, "  nothing planned: no tensor is in the arena%s\n", st->n_dynamic ? " (every activation is dynamic)" : "");
     fprintf(f, "schedule %s, assign %s, alignment %llu\n", bp_sched_name(bp_plan_sched(p)), bp_assign_name(bp_plan_assign(p)),
             (unsigned long long)bp_plan_alignment(p));
-    double naive = (double)(st->naive_bytes ? st->naive_bytes : 1), lb = (double)(st->lower_bound_bytes ? st->lower_bound_bytes : 1);
+    double naive = (double)st->naive_bytes, lb = (double)st->lower_bound_bytes;
     fprintf(f, "  naive        %12s  every planned tensor that is no view its own aligned buffer\n", cli_fmt_bytes(st->naive_bytes, b1, sizeof b1));
-    fprintf(f, "  arena        %12s  %.3f x naive, %.3f x lower bound%s\n", cli_fmt_bytes(st->arena_bytes, b2, sizeof b2),
-            (double)st->arena_bytes / naive, (double)st->arena_bytes / lb, st->optimal ? " (proven optimal)" : "");
+    if (st->naive_bytes && st->lower_bound_bytes)
+        fprintf(f, "  arena        %12s  %.3f x naive, %.3f x lower bound%s\n", cli_fmt_bytes(st->arena_bytes, b2, sizeof b2),
+                (double)st->arena_bytes / naive, (double)st->arena_bytes / lb, st->optimal ? " (proven optimal)" : "");
+    else
+        fprintf(f, "  arena        %12s\n", cli_fmt_bytes(st->arena_bytes, b2, sizeof b2));
     int32_t ps = st->peak_step;
     fprintf(f, "  lower bound  %12s  max live, at step %d (op \"%s\")\n", cli_fmt_bytes(st->lower_bound_bytes, b3, sizeof b3),
             ps, ps >= 0 && ps < bp_plan_n_steps(p) ? bp_graph_op_name(g, bp_plan_schedule(p)[ps]) : "-");
