@@ -672,10 +672,11 @@ static bp_status viz_json_plan(FILE *f, const bp_graph *g, const bp_plan *p, con
     const bp_plan_stats *st = &p->stats;
     fputs("{\"label\":", f);
     bp__viz_json_str(f, label);
-    fprintf(f, ",\"sched\":\"%s\",\"assign\":\"%s\",\"steps\":%d,\"align\":%llu,\"arena\":%llu,\"lb\":%llu,\"naive\":%llu,\"peak\":%d,\"optimal\":%d,\"seconds\":",
+    fprintf(f, ",\"sched\":\"%s\",\"assign\":\"%s\",\"steps\":%d,\"align\":%llu,\"arena\":%llu,\"lb\":%llu,\"naive\":%llu,\"peak\":%d,\"optimal\":%d,"
+               "\"dynamic\":%d,\"seconds\":",
             bp_sched_name(p->sched), bp_assign_name(p->assign), p->n_o, (unsigned long long)p->alignment,
             (unsigned long long)st->arena_bytes, (unsigned long long)st->lower_bound_bytes, (unsigned long long)st->naive_bytes,
-            st->peak_step, st->optimal);
+            st->peak_step, st->optimal, st->n_dynamic);
     viz_num(f, st->plan_seconds);
     fputs(",\n\"order\":[", f);
     for (size_t s = 0; s < no; s++) fprintf(f, "%s%d", s ? "," : "", p->order[s]);

@@ -559,6 +559,15 @@ static void test_nothing_planned(void)
     snprintf(want, sizeof want, "nothing planned: %d dynamic tensors (not planned)", st->n_dynamic);
     CHECK_MSG(strstr(s, want) && !strstr(s, "peak at step -1"), "the SVG lacks \"%s\"", want);
     free(s);
+    /* the page's data carries the count its peak panel shows instead of a list */
+    f = tmpfile();
+    REQUIRE(f);
+    CHECK_OK(bp_viz_write_html_file(g, p, NULL, f, &err), err);
+    s = slurp(f, NULL);
+    fclose(f);
+    snprintf(want, sizeof want, "\"dynamic\":%d,", st->n_dynamic);
+    CHECK_MSG(strstr(s, want) && strstr(s, "nothing planned: "), "the page lacks %s", want);
+    free(s);
     bp_report *r = run_report(g, NULL);
     REQUIRE(r);
     CHECK(r->have_counts && r->n_planned == 0 && r->n_dynamic == st->n_dynamic && r->n_weights == st->n_weights);
