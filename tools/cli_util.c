@@ -69,8 +69,8 @@ bool cli_parse_double(const char *s, double *out)
 bool cli_parse_bytes(const char *s, uint64_t *out) { return bp_parse_bytes(s, out); }
 
 const char cli_graph_opts_help[] =
-    "  --dim SYM=N            bind a symbolic dimension (repeatable)\n"
-    "  --shape NAME=AxBxC     set an input's shape (repeatable)\n"
+    "  --dim SYM=N            bind a symbolic dimension, N >= 1 (repeatable)\n"
+    "  --shape NAME=AxBxC     set an input's shape, every dimension >= 1 (repeatable)\n"
     "  --training             append a backward pass (gradients of every op)\n"
     "  --unknown-op error|dynamic  ONNX: unknown operators are an error (default)\n"
     "                         or make their outputs dynamic\n"
