@@ -380,13 +380,15 @@ typedef struct bp_event {
 typedef struct bp_plan_stats {
     uint64_t arena_bytes;        /* size of the one arena (sum of colors for color) */
     uint64_t lower_bound_bytes;  /* max bytes live at any step for this order */
-    uint64_t naive_bytes;        /* sum of all planned tensor bytes */
-    uint64_t alias_saved_bytes;  /* naive bytes saved by views and in-place */
+    uint64_t naive_bytes;        /* no reuse: the aligned bytes of every view root in the
+                                    arena (a planned tensor that is no view), each its own buffer */
+    uint64_t alias_saved_bytes;  /* the aligned bytes of the planned tensors that share another's
+                                    storage (views of planned tensors, in-place outputs) */
     uint64_t dynamic_bytes;      /* bytes of dynamic tensors (at their bound size, or 0) */
     int32_t peak_step;           /* a step where the lower bound is reached */
     int32_t n_planned;           /* tensors in the arena */
     int32_t n_storages;          /* distinct storages (alias groups) in the arena */
-    int32_t n_dynamic;
+    int32_t n_dynamic;           /* tensors kept out of the arena for an unbound symbolic size */
     double plan_seconds;         /* wall time of bp_plan_graph */
     double schedule_seconds, assign_seconds;
     int optimal;                 /* 1 if the assigner proved the arena optimal for the order */
@@ -394,6 +396,8 @@ typedef struct bp_plan_stats {
     double makespan;             /* estimated makespan of the order on opts->threads workers (cost units) */
     int32_t n_control_flow;      /* ops with bodies, at every depth */
     int32_t n_body_planned;      /* tensors planned inside bodies, at every depth */
+    int32_t n_views;             /* tensors that share their view source's bytes (of any kind) */
+    int32_t n_inputs, n_weights; /* external tensors: kind input, kind weight (views included) */
 } bp_plan_stats;
 
 BP_API const bp_plan_stats *bp_plan_get_stats(const bp_plan *p);

@@ -81,6 +81,13 @@ typedef struct bp_report {
     bp_report_row rows[BP_SCHED_COUNT * BP_ASSIGN_COUNT];
     int n_skipped;               /* schedulers this build does not have */
     bp_sched_kind skipped[BP_SCHED_COUNT];
+    /* The tensors by what the plans do with them (bp_plan_stats; the same in
+     * every plan, taken from the first that succeeds; all 0 when none does):
+     * in the arena (views of planned tensors included), views of any kind,
+     * dynamic (an unbound symbolic size: not planned), external inputs and
+     * weights.  have_counts is 1 once a plan succeeded. */
+    int have_counts;
+    int32_t n_planned, n_views, n_dynamic, n_inputs, n_weights;
 } bp_report;
 
 /* Plans g with every scheduler the build has (those for which bp_schedule

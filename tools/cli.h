@@ -63,6 +63,11 @@ bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err
 /* Sizes the reservations of a graph with control flow for these options
  * (nothing to do without bodies). */
 bp_status cli_reserve_bodies(bp_graph *g, const bp_plan_options *po, bp_error *err);
+/* BP_ERR_INVALID with "PATH: nothing planned: N unbound symbols (...)" (or
+ * the dynamic tensors, or the external ones) when a plan of g with these
+ * stats puts no tensor in the arena (only the counts are read); BP_OK
+ * otherwise.  For commands whose output would be empty. */
+bp_status cli_check_planned(const bp_graph *g, const bp_plan_stats *st, const char *path, bp_error *err);
 /* "1.5 MiB" (powers of 1024) into buf. */
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t cap);
 bool cli_is_help(const char *a);

@@ -69,8 +69,8 @@ bool cli_parse_double(const char *s, double *out)
 bool cli_parse_bytes(const char *s, uint64_t *out) { return bp_parse_bytes(s, out); }
 
 const char cli_graph_opts_help[] =
-    "  --dim SYM=N            bind a symbolic dimension (repeatable)\n"
-    "  --shape NAME=AxBxC     set an input's shape (repeatable)\n"
+    "  --dim SYM=N            bind a symbolic dimension, N >= 1 (repeatable)\n"
+    "  --shape NAME=AxBxC     set an input's shape, every dimension >= 1 (repeatable)\n"
     "  --training             append a backward pass (gradients of every op)\n"
     "  --unknown-op error|dynamic  ONNX: unknown operators are an error (default)\n"
     "                         or make their outputs dynamic\n"
@@ -193,6 +193,28 @@ static int limit_opt(cli_graph_opts *go, const char *v, const char *cmd)
     return 1;
 }
 
+/* --dim SYM=N, --shape NAME=AxBxC: every size a whole number >= 1 (a
+ * dimension of 0 or below plans nothing or wraps).  False after printing. */
+static bool dims_positive(const char *opt, const char *v, const char *cmd)
+{
+    const char *p = strrchr(v, '=') + 1;
+    for (int k = 0; *p; k++) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(p, &end, 10);
+        if (end != p && !errno && n < 1) {
+            if (opt[2] == 'd')
+                cli_usage_error(cmd, "%s %s: a dimension must be a whole number of at least 1, not %lld", opt, v, n);
+            else
+                cli_usage_error(cmd, "%s %s: dimension %d is %lld; every dimension must be a whole number of at least 1", opt, v, k, n);
+            return false;
+        }
+        if (end == p || !*end) break;   /* malformed values are reported when the graph is loaded */
+        p = end + 1;
+    }
+    return true;
+}
+
 int cli_graph_opt(cli_graph_opts *go, int argc, char **argv, int *i, const char *cmd)
 {
     const char *a = argv[*i], *v;
@@ -217,6 +239,7 @@ int cli_graph_opt(cli_graph_opts *go, int argc, char **argv, int *i, const char 
     if (!strcmp(a, "--dim") || !strcmp(a, "--shape")) {
         if (!(v = opt_value(argc, argv, i, cmd))) return -1;
         if (!strchr(v, '=')) { cli_usage_error(cmd, "%s %s: expected NAME=VALUE", a, v); return -1; }
+        if (!dims_positive(a, v, cmd)) return -1;
         int *n = a[2] == 'd' ? &go->n_dims : &go->n_shapes;
         const char **arr = a[2] == 'd' ? go->dims : go->shapes;
         if (*n >= 64) { cli_usage_error(cmd, "too many %s options (64 at most)", a); return -1; }
@@ -353,21 +376,18 @@ static bool is_json_file(const char *path, char **data, size_t *len)
     return b ? is_json_text(b, n) : true;
 }
 
-/* BP_ERR_INVALID listing the named symbolic dimensions (the model's own, which
- * --dim or --shape can bind) that are still unbound:
- * planned as they are, their tensors would be left out of the arena and the
- * report would show a plan of what is left (an arena of 0 B for a model
- * whose every activation depends on the batch size). */
-typedef struct unbound {
-    const char *names[16];
-    int n_names, n_tensors;
-    bool more;
-} unbound;
+enum { MAX_LISTED = 16 };
 
-/* Tensors of g and of its bodies (control flow, any depth) with a named
- * unbound dimension. */
-static void collect_unbound(const bp_graph *g, unbound *u)
+/* The named symbolic dimensions still unbound (the model's own, which --dim or
+ * --shape can bind; "?..." symbols stand for values shape inference could not
+ * derive, which no flag binds): the first MAX_LISTED names into names[]
+ * (*n_names of them, *more when there are others) and the comma-separated list
+ * into list.  Returns the number of tensors that have one. */
+/* The tensors of g and of its bodies (control flow, any depth) with a named
+ * unbound dimension; the names into names[] as unbound_symbols says. */
+static int unbound_walk(const bp_graph *g, const char **names, int *n_names, bool *more)
 {
+    int n_tensors = 0;
     int64_t dims[256];
     for (int32_t t = 0; t < bp_graph_n_tensors(g); t++) {
         int r = bp_graph_tensor_dims(g, t, dims, 256);
@@ -375,36 +395,51 @@ static void collect_unbound(const bp_graph *g, unbound *u)
         for (int k = 0; k < r; k++) {
             if (dims[k] != BP_DIM_SYMBOLIC) continue;
             const char *sym = bp_graph_tensor_dim_symbol(g, t, k);
-            /* "?..." symbols stand for values shape inference could not
-             * derive (data-dependent): no flag binds them, they stay dynamic */
             if (!sym || sym[0] == '?') continue;
             dyn = true;
             int j = 0;
-            while (j < u->n_names && strcmp(u->names[j], sym)) j++;
-            if (j == u->n_names && u->n_names < 16) u->names[u->n_names++] = sym;
-            else if (j == u->n_names) u->more = true;
+            while (j < *n_names && strcmp(names[j], sym)) j++;
+            if (j == *n_names && *n_names < MAX_LISTED) names[(*n_names)++] = sym;
+            else if (j == *n_names) *more = true;
         }
-        u->n_tensors += dyn;
+        n_tensors += dyn;
     }
     for (int32_t i = 0; i < bp_graph_n_bodies(g); i++) {
         bp_body_info b;
-        if (bp_graph_body(g, i, &b, NULL) == BP_OK) collect_unbound(b.graph, u);
+        if (bp_graph_body(g, i, &b, NULL) == BP_OK) n_tensors += unbound_walk(b.graph, names, n_names, more);
     }
+    return n_tensors;
 }
 
+static int unbound_symbols(const bp_graph *g, const char **names, int *n_names, bool *more, char *list, size_t cap)
+{
+    *n_names = 0;
+    *more = false;
+    int n_tensors = unbound_walk(g, names, n_names, more);
+    size_t L = 0;
+    list[0] = 0;
+    for (int j = 0; j < *n_names && L < cap; j++)
+        L += (size_t)snprintf(list + L, cap - L, "%s%s", j ? ", " : "", names[j]);
+    return n_tensors;
+}
+
+bp_status cli_reserve_bodies(bp_graph *g, const bp_plan_options *po, bp_error *err)
+{
+    return bp_graph_n_bodies(g) ? bp_graph_reserve_bodies(g, po, err) : BP_OK;
+}
+
+/* BP_ERR_INVALID listing the unbound named symbolic dimensions: planned as
+ * they are, their tensors would be left out of the arena and the report would
+ * show a plan of what is left (an arena of 0 B for a model whose every
+ * activation depends on the batch size). */
 static bp_status check_bound(const bp_graph *g, const char *path, bp_error *err)
 {
-    unbound u;
-    memset(&u, 0, sizeof u);
-    collect_unbound(g, &u);
-    const char *const *names = u.names;
-    int n_names = u.n_names, n_tensors = u.n_tensors;
-    bool more = u.more;
+    const char *names[MAX_LISTED];
+    int n_names;
+    bool more;
+    char list[1024];
+    int n_tensors = unbound_symbols(g, names, &n_names, &more, list, sizeof list);
     if (!n_tensors) return BP_OK;
-    char list[1024] = "";
-    size_t L = 0;
-    for (int j = 0; j < n_names && L < sizeof list; j++)
-        L += (size_t)snprintf(list + L, sizeof list - L, "%s%s", j ? ", " : "", names[j]);
     snprintf(err->msg, sizeof err->msg,
                        "%.300s: %d tensors have unbound symbolic dimensions (%.400s%s); bind them with --dim SYM=N or "
                        "--shape INPUT=AxBxC (e.g. --dim %.60s=1), or plan those tensors as dynamic, outside the arena, "
@@ -413,9 +448,43 @@ static bp_status check_bound(const bp_graph *g, const char *path, bp_error *err)
     return BP_ERR_INVALID;
 }
 
-bp_status cli_reserve_bodies(bp_graph *g, const bp_plan_options *po, bp_error *err)
+bp_status cli_check_planned(const bp_graph *g, const bp_plan_stats *st, const char *path, bp_error *err)
 {
-    return bp_graph_n_bodies(g) ? bp_graph_reserve_bodies(g, po, err) : BP_OK;
+    if (st->n_planned > 0) return BP_OK;
+    const char *names[MAX_LISTED];
+    int n_names;
+    bool more;
+    char list[1024];
+    unbound_symbols(g, names, &n_names, &more, list, sizeof list);
+    if (n_names)
+        snprintf(err->msg, sizeof err->msg,
+                 "%.300s: nothing planned: %d%s unbound symbol%s (%.400s%s) make%s %d tensors dynamic, outside the arena; "
+                 "bind them with --dim SYM=N or --shape INPUT=AxBxC", path, n_names, more ? " or more" : "",
+                 n_names > 1 || more ? "s" : "", list, more ? ", ..." : "", n_names > 1 || more ? "" : "s", st->n_dynamic);
+    else if (st->n_dynamic)
+        snprintf(err->msg, sizeof err->msg, "%.300s: nothing planned: %d dynamic tensors (sizes shape inference could not derive), "
+                 "outside the arena", path, st->n_dynamic);
+    else
+        snprintf(err->msg, sizeof err->msg, "%.300s: nothing planned: no op makes a tensor the arena would hold (%d inputs, %d weights)",
+                 path, st->n_inputs, st->n_weights);
+    err->status = BP_ERR_INVALID;
+    return BP_ERR_INVALID;
+}
+
+/* The graph's inputs (tensors flagged BP_TENSOR_INPUT), comma-separated,
+ * into buf ("none" when it has none; "..." when they do not fit). */
+static const char *input_names(const bp_graph *g, char *buf, size_t cap)
+{
+    size_t L = 0;
+    buf[0] = 0;
+    for (int32_t t = 0; t < bp_graph_n_tensors(g); t++) {
+        if (!(bp_graph_tensor_flags(g, t) & BP_TENSOR_INPUT)) continue;
+        const char *nm = bp_graph_tensor_name(g, t);
+        if (L + strlen(nm) + 8 >= cap) { snprintf(buf + L, cap - L, "%s...", L ? ", " : ""); return buf; }
+        L += (size_t)snprintf(buf + L, cap - L, "%s%s", L ? ", " : "", nm);
+    }
+    if (!L) snprintf(buf, cap, "none");
+    return buf;
 }
 
 bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err)
@@ -490,8 +559,10 @@ bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err
             int64_t cur[64];
             int cr = t >= 0 ? bp_graph_tensor_dims(g, t, cur, 64) : -1;
             if (r < 0 || t < 0 || cr != r) {
-                snprintf(err->msg, sizeof err->msg, "--shape %s: %s", go->shapes[i],
-                         r < 0 ? "expected NAME=AxBxC" : t < 0 ? "no tensor has that name" : "the rank differs from the tensor's");
+                char inputs[600];
+                snprintf(err->msg, sizeof err->msg, "--shape %s: %s%s", go->shapes[i],
+                         r < 0 ? "expected NAME=AxBxC" : t < 0 ? "no tensor has that name; the graph inputs are: " : "the rank differs from the tensor's",
+                         r >= 0 && t < 0 ? input_names(g, inputs, sizeof inputs) : "");
                 err->status = BP_ERR_USAGE;
                 bp_graph_free(g);
                 return BP_ERR_USAGE;

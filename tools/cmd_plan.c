@@ -33,25 +33,24 @@ static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verif
 {
     const bp_plan_stats *st = bp_plan_get_stats(p);
     char b1[32], b2[32], b3[32];
-    int32_t nt = bp_graph_n_tensors(g), n_in = 0, n_w = 0, n_out = 0;
-    for (int32_t t = 0; t < nt; t++) {
-        const bp_tensor_plan *tp = bp_plan_tensor(p, t);
-        if ((bp_graph_tensor_flags(g, t) & BP_TENSOR_INPUT) && tp->first >= 0) n_in++;
-        else if (tp->kind == BP_KIND_WEIGHT) n_w++;
-        else if (tp->kind == BP_KIND_OUTPUT) n_out++;
-    }
-    fprintf(f, "graph %s: %d ops, %d tensors (%d planned in %d storages, %d inputs, %d weights, %d dynamic)\n",
-            bp_graph_name(g), bp_graph_n_ops(g), nt, st->n_planned, st->n_storages, n_in, n_w, st->n_dynamic);
+    fprintf(f, "graph %s: %d ops, %d tensors: %d planned in %d storages (%d views in all), %d dynamic (not planned), "
+               "external: %d inputs, %d weights\n",
+            bp_graph_name(g), bp_graph_n_ops(g), bp_graph_n_tensors(g), st->n_planned, st->n_storages, st->n_views, st->n_dynamic,
+            st->n_inputs, st->n_weights);
+    if (!st->n_planned) fprintf(f, "  nothing planned: no tensor is in the arena%s\n", st->n_dynamic ? " (every activation is dynamic)" : "");
     fprintf(f, "schedule %s, assign %s, alignment %llu\n", bp_sched_name(bp_plan_sched(p)), bp_assign_name(bp_plan_assign(p)),
             (unsigned long long)bp_plan_alignment(p));
-    double naive = (double)(st->naive_bytes ? st->naive_bytes : 1), lb = (double)(st->lower_bound_bytes ? st->lower_bound_bytes : 1);
-    fprintf(f, "  naive        %12s  every tensor its own buffer\n", cli_fmt_bytes(st->naive_bytes, b1, sizeof b1));
-    fprintf(f, "  arena        %12s  %.3f x naive, %.3f x lower bound%s\n", cli_fmt_bytes(st->arena_bytes, b2, sizeof b2),
-            (double)st->arena_bytes / naive, (double)st->arena_bytes / lb, st->optimal ? " (proven optimal)" : "");
+    double naive = (double)st->naive_bytes, lb = (double)st->lower_bound_bytes;
+    fprintf(f, "  naive        %12s  every planned tensor that is no view its own aligned buffer\n", cli_fmt_bytes(st->naive_bytes, b1, sizeof b1));
+    if (st->naive_bytes && st->lower_bound_bytes)
+        fprintf(f, "  arena        %12s  %.3f x naive, %.3f x lower bound%s\n", cli_fmt_bytes(st->arena_bytes, b2, sizeof b2),
+                (double)st->arena_bytes / naive, (double)st->arena_bytes / lb, st->optimal ? " (proven optimal)" : "");
+    else
+        fprintf(f, "  arena        %12s\n", cli_fmt_bytes(st->arena_bytes, b2, sizeof b2));
     int32_t ps = st->peak_step;
     fprintf(f, "  lower bound  %12s  max live, at step %d (op \"%s\")\n", cli_fmt_bytes(st->lower_bound_bytes, b3, sizeof b3),
             ps, ps >= 0 && ps < bp_plan_n_steps(p) ? bp_graph_op_name(g, bp_plan_schedule(p)[ps]) : "-");
-    if (st->alias_saved_bytes) fprintf(f, "  aliasing saved %s (views and in-place)\n", cli_fmt_bytes(st->alias_saved_bytes, b1, sizeof b1));
+    if (st->alias_saved_bytes) fprintf(f, "  aliasing saved %s (planned views and in-place outputs)\n", cli_fmt_bytes(st->alias_saved_bytes, b1, sizeof b1));
     if (st->n_dynamic) fprintf(f, "  dynamic      %d tensors kept out of the arena\n", st->n_dynamic);
     if (st->n_control_flow)
         fprintf(f, "  control flow %d ops with bodies (If, Loop, Scan; nested included), %d tensors planned inside them\n",

@@ -64,6 +64,11 @@ int cmd_report(int argc, char **argv)
     bp_report *rep = calloc(1, sizeof *rep);
     if (!rep) { bp_graph_free(g); fprintf(stderr, "bufplan: out of memory\n"); return CLI_BAD; }
     s = bp_report_run(g, &po, rep, &err);
+    if (!s && rep->have_counts) {   /* no table of zeros */
+        bp_plan_stats st = {0};
+        st.n_planned = rep->n_planned; st.n_dynamic = rep->n_dynamic; st.n_inputs = rep->n_inputs; st.n_weights = rep->n_weights;
+        s = cli_check_planned(g, &st, go.path, &err);
+    }
     if (!s) s = bp_report_write(rep, format, out, &err);
     if (!s && plot) s = bp_report_write_svg(rep, plot, &err);
     int rc = s ? cli_fail(&err) : CLI_OK;

@@ -186,6 +186,7 @@ int cmd_viz(int argc, char **argv)
     bp_status s = cli_load_graph(&go, &g, &err);
     if (s) return cli_fail(&err);
     s = viz_make_plan(g, &one, &p, &err);
+    if (!s) s = cli_check_planned(g, bp_plan_get_stats(p), go.path, &err);   /* no empty chart */
     if (!s && compare) s = viz_make_plan(g, &two, &q, &err);
     if (!s) {
         vo.compare = q;

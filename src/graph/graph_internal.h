@@ -108,6 +108,9 @@ typedef struct bp__storage {
 
 bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__storage *st, bp_error *err);
 void bp__storage_free(const bp_graph *g, bp__storage *st);
+/* The tensor t is a view of (its explicit view_of, or input 0 of the view op
+ * whose output 0 it is), or -1 when t is no view. */
+int32_t bp__tensor_view_source(const bp_graph *g, int32_t t);
 /* Union-find root of t in root[], compressing the path. */
 static inline int32_t bp__storage_find(int32_t *root, int32_t t)
 {

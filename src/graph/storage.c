@@ -19,6 +19,15 @@ void bp__storage_free(const bp_graph *g, bp__storage *st)
     st->planned = NULL;
 }
 
+int32_t bp__tensor_view_source(const bp_graph *g, int32_t t)
+{
+    const bp__tensor *x = &g->t[t];
+    if (x->view_of >= 0) return x->view_of;
+    if (x->producer >= 0 && g->o[x->producer].n_in > 0 && bp__op_out(g, x->producer)[0] == t && bp__op_is_view(g, x->producer))
+        return bp__op_in(g, x->producer)[0];
+    return -1;
+}
+
 bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__storage *st, bp_error *err)
 {
     size_t nt = g->n_t;
@@ -33,18 +42,7 @@ bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__sto
         return bp__err(err, BP_ERR_NOMEM, "%s: out of memory building storages", g->name);
     }
     for (size_t t = 0; t < nt; t++) {
-        int32_t src = -1;
-        if (!o->no_alias) {
-            const bp__tensor *x = &g->t[t];
-            if (x->view_of >= 0) {
-                src = x->view_of;
-            } else if (x->producer >= 0) {
-                const bp__op *op = &g->o[x->producer];
-                if (op->n_in > 0 && bp__op_out(g, x->producer)[0] == (int32_t)t &&
-                    bp__op_is_view(g, x->producer))
-                    src = bp__op_in(g, x->producer)[0];
-            }
-        }
+        int32_t src = o->no_alias ? -1 : bp__tensor_view_source(g, (int32_t)t);
         st->root[t] = src >= 0 ? src : (int32_t)t;
     }
     /* Chains are acyclic for explicit views (finalize checked) and follow data

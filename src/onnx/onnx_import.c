@@ -155,6 +155,23 @@ static bp_status ox_add_input(bp__ox *c, bp__ox_slice sl, bool *shape_used, bp_e
     return BP_OK;
 }
 
+/* The names of the graph inputs (not the initializers an old IR lists among
+ * them), comma-separated, into buf: "none" when there are none, "..." at the
+ * end when they do not fit. */
+static const char *ox_input_names(const bp__ox *c, char *buf, size_t cap)
+{
+    size_t L = 0;
+    buf[0] = 0;
+    for (size_t t = 0; t < c->n_t; t++) {
+        if (c->t[t].role != BP__OX_INPUT) continue;
+        const char *nm = bp__names_get(&c->tn, (int32_t)t);
+        if (L + strlen(nm) + 8 >= cap) { snprintf(buf + L, cap - L, "%s...", L ? ", " : ""); return buf; }
+        L += (size_t)snprintf(buf + L, cap - L, "%s%s", L ? ", " : "", nm);
+    }
+    if (!L) snprintf(buf, cap, "none");
+    return buf;
+}
+
 /* Graph inputs; every --shape must name one. */
 static bp_status ox_add_inputs(bp__ox *c, const bp__ox_model *m, bp_error *err)
 {
@@ -166,8 +183,11 @@ static bp_status ox_add_inputs(bp__ox *c, const bp__ox_model *m, bp_error *err)
     }
     for (size_t i = 0; i < m->inputs.n && !s; i++) s = ox_add_input(c, m->inputs.s[i], shape_used, err);
     for (int i = 0; i < c->opts->n_shapes && !s; i++)
-        if (!shape_used[i])
-            s = bp__err(err, BP_ERR_USAGE, "%s: --shape %s: the model has no graph input of that name", c->file, c->opts->shape_names[i]);
+        if (!shape_used[i]) {
+            char names[600];
+            s = bp__err(err, BP_ERR_USAGE, "%s: --shape %s: the model has no graph input of that name; its graph inputs are: %s",
+                        c->file, c->opts->shape_names[i], ox_input_names(c, names, sizeof names));
+        }
     if (shape_used) bp__free(c->a, shape_used, (size_t)c->opts->n_shapes * sizeof *shape_used);
     return s;
 }

@@ -171,6 +171,49 @@ static bp_tensor_kind tensor_kind(const bp_graph *g, const bp__lifetimes *lt, in
     return BP_KIND_INPUT;
 }
 
+/* Fills the counts of p->stats from the placements and kinds (n_storages
+ * is the number of roots in the arena): see bp_plan_stats. */
+void bp__plan_count(const bp_graph *g, bp_plan *p)
+{
+    bp_plan_stats *st = &p->stats;
+    st->n_planned = st->n_storages = st->n_dynamic = st->n_views = st->n_inputs = st->n_weights = 0;
+    st->dynamic_bytes = 0;
+    for (int32_t t = 0; t < p->n_t; t++) {
+        const bp_tensor_plan *tp = &p->tp[t];
+        if (tp->offset != BP_NO_OFFSET) {
+            st->n_planned++;
+            if (tp->alias_of < 0) st->n_storages++;
+        } else if (tp->kind == BP_KIND_DYNAMIC) {
+            st->n_dynamic++;
+            st->dynamic_bytes += g->t[t].bytes;
+        }
+        if (tp->alias_of >= 0 && bp__tensor_view_source(g, t) >= 0) st->n_views++;
+        if (tp->kind == BP_KIND_INPUT) st->n_inputs++;
+        if (tp->kind == BP_KIND_WEIGHT) st->n_weights++;
+    }
+}
+
+/* naive_bytes and alias_saved_bytes (docs/FORMATS.md): over the tensors
+ * whose storage is in the arena, the aligned bytes of the view roots (each
+ * its own buffer, never freed: what the arena would hold with no reuse and
+ * no in-place writes) and of the members that share another's bytes (views
+ * and in-place outputs; a symbolic view counts nothing).  False when a sum
+ * overflows. */
+static bool plan_naive(const bp_graph *g, const bp__storage *st, const bp__lifetimes *lt, const int32_t *slot,
+                       uint64_t align, bp_plan_stats *ps)
+{
+    uint64_t naive = 0, saved = 0;
+    for (size_t t = 0; t < g->n_t; t++) {
+        if (slot[lt->root[t]] < 0) continue;
+        uint64_t b = bp__align_up(g->t[t].bytes, align);
+        if (st->root[t] == (int32_t)t && !bp__add_u64(naive, b, &naive)) return false;
+        if (lt->root[t] != (int32_t)t && !g->t[t].dynamic && !bp__add_u64(saved, b, &saved)) return false;
+    }
+    ps->naive_bytes = naive;
+    ps->alias_saved_bytes = saved;
+    return true;
+}
+
 bp_status bp__plan_flat(const bp_graph *g, const bp_plan_options *opts, const int32_t *order, bp_plan **out, bp_error *err)
 {
     *out = NULL;
@@ -259,8 +302,7 @@ bp_status bp__plan_flat(const bp_graph *g, const bp_plan_options *opts, const in
     }
 
     {
-        uint64_t arena = 0, naive = 0, storage_bytes = 0, dyn = 0;
-        int32_t n_planned = 0, n_dyn = 0;
+        uint64_t arena = 0;
         for (size_t t = 0; t < nt; t++) {
             bp_tensor_plan *tp = &p->tp[t];
             int32_t r = lt.root[t];
@@ -275,24 +317,14 @@ bp_status bp__plan_flat(const bp_graph *g, const bp_plan_options *opts, const in
                 tp->buffer = buf[si];
                 uint64_t end = offs[si] + iv[si].size;
                 if (end > arena) arena = end;
-                n_planned++;
-                if (r == (int32_t)t) storage_bytes += lt.ssize[r];
-            }
-            /* naive: every op output its own buffer, whatever aliasing does */
-            if (g->t[t].producer >= 0 && !g->t[t].dynamic && (!(g->t[t].flags & BP_TENSOR_CONST) || opts->plan_constants))
-                naive += g->t[t].bytes;
-            if (si < 0 && tp->kind == BP_KIND_DYNAMIC) {
-                n_dyn++;
-                dyn += g->t[t].bytes;
             }
         }
         p->stats.arena_bytes = arena;
-        p->stats.naive_bytes = naive;
-        p->stats.alias_saved_bytes = naive > storage_bytes ? naive - storage_bytes : 0;
-        p->stats.dynamic_bytes = dyn;
-        p->stats.n_planned = n_planned;
-        p->stats.n_storages = (int32_t)n_iv;
-        p->stats.n_dynamic = n_dyn;
+        bp__plan_count(g, p);
+        if (!plan_naive(g, &st, &lt, slot, align, &p->stats)) {
+            s = bp__err(err, BP_ERR_LIMIT, "%s: the naive bytes (every planned tensor its own aligned buffer) overflow 64 bits", g->name);
+            goto done;
+        }
     }
     p->stats.lower_bound_bytes = bp__lifetimes_peak(g, &lt, align, &p->stats.peak_step);
     if (p->stats.peak_step < 0 && g->n_o > 0) {   /* bp__lifetimes_peak could not allocate */

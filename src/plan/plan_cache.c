@@ -41,7 +41,7 @@
 
 #define PC_MAGIC "BPCACHE\x1a"
 #define PC_TRAILER "BPCEND\0\n"
-#define PC_FORMAT 3u
+#define PC_FORMAT 4u
 #define PC_ENDIAN 0x01020304u
 
 /* ------------------------------------------------------------- checksum */
@@ -367,6 +367,7 @@ typedef struct pc_fixed {
     double plan_s, schedule_s, assign_s;
     int32_t optimal, sched_optimal;
     double makespan;
+    int32_t n_views, n_inputs, n_weights, reserved;   /* reserved: 0 */
 } pc_fixed;
 
 /* Bytes per tensor: first, last, buffer, alias_of (i32), offset, bytes (u64), kind (u8). */
@@ -399,6 +400,7 @@ static void pc_encode(pc_wbuf *w, const bp_plan *p)
     fx.optimal = st->optimal;
     fx.sched_optimal = st->sched_optimal;
     fx.makespan = st->makespan;
+    fx.n_views = st->n_views; fx.n_inputs = st->n_inputs; fx.n_weights = st->n_weights;
     pc_put(w, &fx, sizeof fx);
     pc_put(w, p->order, no * 4);
     /* One array per field (the reader copies each with a tight loop). */
@@ -622,6 +624,7 @@ static bp_status pc_decode(const unsigned char *b, size_t end, size_t *pos, cons
     st->optimal = fx.optimal ? 1 : 0;
     st->sched_optimal = fx.sched_optimal ? 1 : 0;
     st->makespan = fx.makespan >= 0 && fx.makespan < 1e300 ? fx.makespan : 0;
+    st->n_views = fx.n_views; st->n_inputs = fx.n_inputs; st->n_weights = fx.n_weights;
     memcpy(p->order, b + *pos, no * 4);
     *pos += no * 4;
     const unsigned char *a32 = b + *pos, *a64 = b + *pos + nt * 16, *a8 = b + *pos + nt * 32;

@@ -59,5 +59,8 @@ bp_status bp__body_slots(const bp_graph *g, const bp__body *b, uint64_t align, u
 bp_status bp__plan_flat(const bp_graph *g, const bp_plan_options *opts, const int32_t *order, bp_plan **out, bp_error *err);
 /* Builds the event table from order and tp (lazy ALLOC, FREE after last use). */
 bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err);
+/* The counts of p->stats (n_planned ... n_weights) and dynamic_bytes, from
+ * p's placements and kinds. */
+void bp__plan_count(const bp_graph *g, bp_plan *p);
 
 #endif /* BP_PLAN_INTERNAL_H */

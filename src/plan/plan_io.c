@@ -108,8 +108,11 @@ bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, 
     }
     fputs(p->n_ev ? "\n ],\n" : "],\n", f);
     fprintf(f, " \"stats\": {\"naive_bytes\": %" PRIu64 ", \"lower_bound_bytes\": %" PRIu64 ", \"alias_saved_bytes\": %" PRIu64
-               ", \"dynamic_bytes\": %" PRIu64 ", \"peak_step\": %" PRId32 ", \"plan_seconds\": %.17g, \"optimal\": %s}",
-            st->naive_bytes, st->lower_bound_bytes, st->alias_saved_bytes, st->dynamic_bytes, st->peak_step,
+               ", \"dynamic_bytes\": %" PRIu64 ", \"peak_step\": %" PRId32 ", \"n_planned\": %" PRId32 ", \"n_storages\": %" PRId32
+               ", \"n_views\": %" PRId32 ", \"n_dynamic\": %" PRId32 ", \"n_inputs\": %" PRId32 ", \"n_weights\": %" PRId32
+               ", \"plan_seconds\": %.17g, \"optimal\": %s}",
+            st->naive_bytes, st->lower_bound_bytes, st->alias_saved_bytes, st->dynamic_bytes, st->peak_step, st->n_planned,
+            st->n_storages, st->n_views, st->n_dynamic, st->n_inputs, st->n_weights,
             isfinite(st->plan_seconds) && st->plan_seconds >= 0 ? st->plan_seconds : 0.0, st->optimal ? "true" : "false");
     s = pj_write_bodies(p, g, f, err);
     if (s) return s;
@@ -406,6 +409,14 @@ static bp_status pj_stats(pj_ctx *c, const json_t *st)
     bp_status r;
     for (int i = 0; i < 4; i++)
         if (json_object_get(st, u64_keys[i]) && (r = pj_u64(c, "stats", st, u64_keys[i], false, u64_vals[i]))) return r;
+    static const char *const count_keys[6] = {"n_planned", "n_storages", "n_views", "n_dynamic", "n_inputs", "n_weights"};
+    int32_t *count_vals[6] = {&s->n_planned, &s->n_storages, &s->n_views, &s->n_dynamic, &s->n_inputs, &s->n_weights};
+    for (int i = 0; i < 6; i++) {
+        int64_t n;
+        if (!json_object_get(st, count_keys[i])) continue;
+        if ((r = pj_int(c, "stats", st, count_keys[i], 0, (int64_t)c->g->n_t, &n))) return r;
+        *count_vals[i] = (int32_t)n;
+    }
     if (json_object_get(st, "peak_step")) {
         int64_t ps;
         if ((r = pj_int(c, "stats", st, "peak_step", -1, (int64_t)c->g->n_o - 1, &ps))) return r;
@@ -538,18 +549,11 @@ static bp_status pj_build(json_t *root, const char *file, const bp_graph *g, bp_
         tp->kind = pj_default_kind(g, (int32_t)t);
     }
     if ((s = pj_events(&c, json_object_get(root, "events")))) goto done;
+    /* The counts from the tensors, unless the file states them (then the
+     * verifier checks what it states); dynamic_bytes likewise. */
+    bp__plan_count(g, p);
     if ((s = pj_stats(&c, json_object_get(root, "stats")))) goto done;
     if ((s = pj_bodies(&c, json_object_get(root, "bodies")))) goto done;
-    /* Counts the file does not carry. */
-    for (int32_t t = 0; t < p->n_t; t++) {
-        const bp_tensor_plan *tp = &p->tp[t];
-        if (tp->offset != BP_NO_OFFSET) {
-            p->stats.n_planned++;
-            if (tp->alias_of < 0) p->stats.n_storages++;
-        } else if (tp->kind == BP_KIND_DYNAMIC) {
-            p->stats.n_dynamic++;
-        }
-    }
 done:
     bp__free(&g->alloc, c.seen, c.seen_n);
     json_decref(root);

@@ -489,48 +489,68 @@ static bp_status vf_arena(vctx *v, vdata *d)
 
 /* 6. The plan's figures, re-derived: the arena is the highest placed byte
  * rounded up to the alignment, and the counts and byte sums of the stats are
- * what the tensors say. */
-static void vf_stats(vctx *v, vdata *d)
+ * what the tensors say.  Naive: the aligned bytes of the view roots in the
+ * arena; aliasing saved: those of the placed tensors that share a storage
+ * rooted elsewhere (views, in-place outputs), symbolic ones not counted. */
+typedef struct vcounts {
+    uint64_t top, naive, saved, dyn;
+    int32_t planned, storages, dynamic, views, inputs, weights;
+} vcounts;
+
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
+static void vf_count(vctx *v, vdata *d, vcounts *c)
 {
     const bp_graph *g = v->g;
     const bp_plan *p = v->p;
-    const bp_plan_stats *ps = &p->stats;
-    uint64_t align = p->alignment ? p->alignment : 1, top = 0, storage = 0, naive = 0, dyn = 0;
-    int32_t n_planned = 0, n_storages = 0, n_dyn = 0;
-    bool consts_planned = false;
+    uint64_t align = p->alignment ? p->alignment : 1;
+    memset(c, 0, sizeof *c);
     for (size_t t = 0; t < d->nt; t++) {
         const bp_tensor_plan *tp = &p->tp[t];
+        uint64_t b = bp__align_up(vf_bytes(v, (int32_t)t), align);
         if (tp->offset != BP_NO_OFFSET) {
-            n_planned++;
-            if (g->t[t].flags & BP_TENSOR_CONST) consts_planned = true;
+            c->planned++;
+            if (d->vroot[t] == (int32_t)t) c->naive = sat_add(c->naive, b);
+            if (uf_find(d->par, d->vroot[t]) != (int32_t)t && !g->t[t].dynamic) c->saved = sat_add(c->saved, b);
         } else if (tp->kind == BP_KIND_DYNAMIC) {
-            n_dyn++;
-            dyn += g->t[t].bytes;
+            c->dynamic++;
+            c->dyn += g->t[t].bytes;
         }
+        if (d->vroot[t] != (int32_t)t) c->views++;
+        c->inputs += tp->kind == BP_KIND_INPUT;
+        c->weights += tp->kind == BP_KIND_WEIGHT;
         if (d->vroot[t] != (int32_t)t || uf_find(d->par, (int32_t)t) != (int32_t)t || d->soff[t] == BP_NO_OFFSET) continue;
-        n_storages++;
-        storage += d->ssize[t];
+        c->storages++;
         uint64_t end = d->soff[t] + bp__align_up(d->ssize[t], align);   /* in the arena: checked */
-        if (end > top) top = end;
+        if (end > c->top) c->top = end;
     }
-    for (size_t t = 0; t < d->nt; t++)
-        if (g->t[t].producer >= 0 && !g->t[t].dynamic && (!(g->t[t].flags & BP_TENSOR_CONST) || consts_planned))
-            naive += vf_bytes(v, (int32_t)t);
+}
+
+static void vf_stats(vctx *v, vdata *d)
+{
+    const bp_plan_stats *ps = &v->p->stats;
+    vcounts c;
+    vf_count(v, d, &c);
     if (ps->peak_step < -1 || ps->peak_step >= (int32_t)d->no)
         reason(v, "peak_step %d is not a step of the schedule (0..%zu)", ps->peak_step, d->no - 1);
-    if (ps->arena_bytes != top)
+    if (ps->arena_bytes != c.top)
         reason(v, "arena_bytes %llu is not the end of the highest placed tensor, %llu", (unsigned long long)ps->arena_bytes,
-               (unsigned long long)top);
-    if (ps->n_planned != n_planned || ps->n_storages != n_storages || ps->n_dynamic != n_dyn)
+               (unsigned long long)c.top);
+    if (ps->n_planned != c.planned || ps->n_storages != c.storages || ps->n_dynamic != c.dynamic)
         reason(v, "the stats count %d planned tensors, %d storages and %d dynamic tensors; the tensors say %d, %d and %d",
-               ps->n_planned, ps->n_storages, ps->n_dynamic, n_planned, n_storages, n_dyn);
-    if (ps->dynamic_bytes != dyn)
+               ps->n_planned, ps->n_storages, ps->n_dynamic, c.planned, c.storages, c.dynamic);
+    if (ps->n_views != c.views || ps->n_inputs != c.inputs || ps->n_weights != c.weights)
+        reason(v, "the stats count %d views, %d inputs and %d weights; the tensors say %d, %d and %d", ps->n_views, ps->n_inputs,
+               ps->n_weights, c.views, c.inputs, c.weights);
+    if (ps->dynamic_bytes != c.dyn)
         reason(v, "dynamic_bytes %llu differs from the dynamic tensors' %llu bytes", (unsigned long long)ps->dynamic_bytes,
-               (unsigned long long)dyn);
-    if (ps->naive_bytes != naive || ps->alias_saved_bytes != (naive > storage ? naive - storage : 0))
-        reason(v, "naive_bytes %llu and alias_saved_bytes %llu differ from what the tensors give, %llu and %llu",
-               (unsigned long long)ps->naive_bytes, (unsigned long long)ps->alias_saved_bytes, (unsigned long long)naive,
-               (unsigned long long)(naive > storage ? naive - storage : 0));
+               (unsigned long long)c.dyn);
+    if (ps->naive_bytes != c.naive)
+        reason(v, "naive_bytes %llu differs from the aligned bytes of the view roots in the arena, %llu",
+               (unsigned long long)ps->naive_bytes, (unsigned long long)c.naive);
+    if (ps->alias_saved_bytes != c.saved)
+        reason(v, "alias_saved_bytes %llu differs from the aligned bytes of the planned views and in-place outputs, %llu",
+               (unsigned long long)ps->alias_saved_bytes, (unsigned long long)c.saved);
 }
 
 /* 5. Events: no ALLOC after the first use, no FREE before the last use. */

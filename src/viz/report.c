@@ -39,6 +39,16 @@ static void rep_msg(char *dst, size_t cap, const char *src)
     dst[n] = 0;
 }
 
+static void rep_counts(bp_report *out, const bp_plan_stats *st)
+{
+    out->have_counts = 1;
+    out->n_planned = st->n_planned;
+    out->n_views = st->n_views;
+    out->n_dynamic = st->n_dynamic;
+    out->n_inputs = st->n_inputs;
+    out->n_weights = st->n_weights;
+}
+
 bp_status bp_report_run(const bp_graph *g, const bp_plan_options *base, bp_report *out, bp_error *err)
 {
     if (g->n_bodies)
@@ -99,6 +109,7 @@ bp_status bp_report_run(const bp_graph *g, const bp_plan_options *base, bp_repor
             r->naive_bytes = st->naive_bytes;
             r->plan_seconds = ts + st->plan_seconds;
             r->optimal = st->optimal;
+            if (!out->have_counts) rep_counts(out, st);
             bp_error ve = {0};
             r->verified = bp_verify(g, p, &ve) == BP_OK;
             if (!r->verified) {
@@ -128,10 +139,22 @@ static void rep_csv_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* The counts line, and "nothing planned" when the arena holds nothing. */
+static void rep_text_counts(const bp_report *r, FILE *f)
+{
+    if (!r->have_counts) return;
+    fprintf(f, "tensors: %d planned, %d views, %d dynamic (not planned), external: %d inputs, %d weights\n", r->n_planned,
+            r->n_views, r->n_dynamic, r->n_inputs, r->n_weights);
+    if (!r->n_planned)
+        fprintf(f, "nothing planned: %s\n", r->n_dynamic ? "every activation is dynamic (bind its symbolic dimensions)"
+                                                         : "no op makes a tensor the arena would hold");
+}
+
 static void rep_text(const bp_report *r, FILE *f)
 {
     char b1[32], b2[32];
     fprintf(f, "graph %s: %d ops, %d tensors\n", r->graph, r->n_ops, r->n_tensors);
+    rep_text_counts(r, f);
     fprintf(f, "%-9s %-8s %12s %12s %9s %12s %10s\n", "scheduler", "assigner", "arena", "lower bound", "arena/lb", "arena/naive", "plan ms");
     uint64_t naive = 0;
     for (int i = 0; i < r->n_rows; i++) {
@@ -146,7 +169,7 @@ static void rep_text(const bp_report *r, FILE *f)
                 rep_ratio(w->arena_bytes, w->lower_bound_bytes), rep_ratio(w->arena_bytes, w->naive_bytes), w->plan_seconds * 1e3,
                 w->optimal ? "  optimal" : "");
     }
-    fprintf(f, "naive (every tensor its own buffer): %s\n", bp__viz_fmt_bytes(naive, b1, sizeof b1));
+    fprintf(f, "naive (every planned tensor that is no view its own aligned buffer): %s\n", bp__viz_fmt_bytes(naive, b1, sizeof b1));
     if (r->n_skipped) {
         fputs("not in this build:", f);
         for (int i = 0; i < r->n_skipped; i++) fprintf(f, " %s", bp_sched_name(r->skipped[i]));
@@ -177,7 +200,11 @@ static void rep_json(const bp_report *r, FILE *f)
 {
     fputs("{\"format\":\"bufplan-report\",\"version\":1,\"graph\":", f);
     bp__viz_json_str(f, r->graph);
-    fprintf(f, ",\"ops\":%d,\"tensors\":%d,\"skipped\":[", r->n_ops, r->n_tensors);
+    fprintf(f, ",\"ops\":%d,\"tensors\":%d", r->n_ops, r->n_tensors);
+    if (r->have_counts)
+        fprintf(f, ",\"planned\":%d,\"views\":%d,\"dynamic\":%d,\"inputs\":%d,\"weights\":%d", r->n_planned, r->n_views,
+                r->n_dynamic, r->n_inputs, r->n_weights);
+    fputs(",\"skipped\":[", f);
     for (int i = 0; i < r->n_skipped; i++) fprintf(f, "%s\"%s\"", i ? "," : "", bp_sched_name(r->skipped[i]));
     fputs("],\"rows\":[", f);
     for (int i = 0; i < r->n_rows; i++) {
@@ -253,9 +280,14 @@ bp_status bp_report_write_svg_file(const bp_report *r, FILE *f, bp_error *err)
             W, H, W, H, W, H);
     fputs("<text x=\"12\" y=\"20\" font-size=\"15\" font-weight=\"bold\">", f);
     bp__viz_xml_str(f, r->graph);
-    fprintf(f, ": arena by scheduler and assigner</text>\n<text x=\"12\" y=\"37\" fill=\"#444\">%d ops, %d tensors; "
-               "black tick: lower bound of the order; dashed: naive %s</text>\n",
-            r->n_ops, r->n_tensors, bp__viz_fmt_bytes(naive, b1, sizeof b1));
+    if (r->have_counts && !r->n_planned)
+        fprintf(f, ": arena by scheduler and assigner</text>\n<text x=\"12\" y=\"37\" fill=\"#b00\">%d ops, %d tensors; "
+                   "nothing planned: %d dynamic tensors (not planned), %d inputs and %d weights (external)</text>\n",
+                r->n_ops, r->n_tensors, r->n_dynamic, r->n_inputs, r->n_weights);
+    else
+        fprintf(f, ": arena by scheduler and assigner</text>\n<text x=\"12\" y=\"37\" fill=\"#444\">%d ops, %d tensors; "
+                   "black tick: lower bound of the order; dashed: naive %s</text>\n",
+                r->n_ops, r->n_tensors, bp__viz_fmt_bytes(naive, b1, sizeof b1));
     /* y axis */
     double st = 1;
     while (st * 1024 <= ymax / 6) st *= 1024;

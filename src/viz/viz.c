@@ -672,10 +672,11 @@ static bp_status viz_json_plan(FILE *f, const bp_graph *g, const bp_plan *p, con
     const bp_plan_stats *st = &p->stats;
     fputs("{\"label\":", f);
     bp__viz_json_str(f, label);
-    fprintf(f, ",\"sched\":\"%s\",\"assign\":\"%s\",\"steps\":%d,\"align\":%llu,\"arena\":%llu,\"lb\":%llu,\"naive\":%llu,\"peak\":%d,\"optimal\":%d,\"seconds\":",
+    fprintf(f, ",\"sched\":\"%s\",\"assign\":\"%s\",\"steps\":%d,\"align\":%llu,\"arena\":%llu,\"lb\":%llu,\"naive\":%llu,\"peak\":%d,\"optimal\":%d,"
+               "\"dynamic\":%d,\"seconds\":",
             bp_sched_name(p->sched), bp_assign_name(p->assign), p->n_o, (unsigned long long)p->alignment,
             (unsigned long long)st->arena_bytes, (unsigned long long)st->lower_bound_bytes, (unsigned long long)st->naive_bytes,
-            st->peak_step, st->optimal);
+            st->peak_step, st->optimal, st->n_dynamic);
     viz_num(f, st->plan_seconds);
     fputs(",\n\"order\":[", f);
     for (size_t s = 0; s < no; s++) fprintf(f, "%s%d", s ? "," : "", p->order[s]);
@@ -1020,9 +1021,14 @@ bp_status bp_viz_write_svg_file(const bp_graph *g, const bp_plan *p, const bp_vi
     bp__viz_xml_str(f, o->title ? o->title : g->name);
     fputs(" \xE2\x80\x94 ", f);
     bp__viz_xml_str(f, label);
-    fprintf(f, "</text>\n<text x=\"12\" y=\"37\" fill=\"#444\">%d tensors in the arena, %zu steps: arena %s, lower bound %s (peak at step %d), naive %s</text>\n",
-            n_drawn, no, bp__viz_fmt_bytes(arena, b1, sizeof b1), bp__viz_fmt_bytes(peak, b2, sizeof b2), peak_step,
-            bp__viz_fmt_bytes(p->stats.naive_bytes, b3, sizeof b3));
+    if (!n_drawn)   /* no empty chart with "peak at step -1": say why */
+        fprintf(f, "</text>\n<text x=\"12\" y=\"37\" fill=\"#b00\">nothing planned: %d dynamic tensors (not planned), "
+                   "%d inputs and %d weights (external), %zu steps</text>\n", p->stats.n_dynamic, p->stats.n_inputs,
+                p->stats.n_weights, no);
+    else
+        fprintf(f, "</text>\n<text x=\"12\" y=\"37\" fill=\"#444\">%d tensors in the arena, %zu steps: arena %s, lower bound %s (peak at step %d), naive %s</text>\n",
+                n_drawn, no, bp__viz_fmt_bytes(arena, b1, sizeof b1), bp__viz_fmt_bytes(peak, b2, sizeof b2), peak_step,
+                bp__viz_fmt_bytes(p->stats.naive_bytes, b3, sizeof b3));
 
     /* axes and grid for both plots */
     for (int plot = 0; plot < 2; plot++) {

@@ -1,9 +1,13 @@
 # Golden plans: every plan the CLI makes for the generated graphs, every model
 # and training graph in ../shared/data and every MiniMalloc instance is compared
 # with a stored SHA-256 (tests/golden/plans.sha256).  The digest covers the
-# plan JSON without its timing line and the event table CSV, so a change in any
-# order, offset, interval, alias or event shows.  Set BP_GOLDEN_UPDATE=1 to
-# rewrite the stored digests after an intended change (say why in the commit).
+# plan JSON without its timing and the event table CSV, so a change in any
+# order, offset, interval, alias, event or stated figure (naive, counts) shows.
+# Set BP_GOLDEN_UPDATE=1 to rewrite the stored digests after an intended
+# change (say why in the commit).
+# With BP_GOLDEN_ARENAS=FILE it also writes each case's arena and a digest of
+# its layout (the plan without its stats, the events, the packed offsets) to
+# FILE: tests/golden/compare_arenas.sh compares two builds with it.
 . "$(dirname "$0")/harness.bash"
 DATA=${BP_DATA:?BP_DATA is not set}
 STORE=${BP_SRC:-$(dirname "$0")/../..}/tests/golden/plans.sha256
@@ -17,8 +21,12 @@ digest() {
   fi
   "$CLI" plan "$@" --no-verify -q --format csv -o "$tmp/e.csv" 2>>"$tmp/err"
   local h
-  h=$( { grep -v '"plan_seconds"' "$tmp/p.json"; cat "$tmp/e.csv"; } | sha256sum | cut -c1-64)
+  h=$( { sed 's/, "plan_seconds": [^,}]*//' "$tmp/p.json"; cat "$tmp/e.csv"; } | sha256sum | cut -c1-64)
   echo "$name $h" >>"$out"
+  if [ -n "${BP_GOLDEN_ARENAS:-}" ]; then
+    h=$( { grep -v '"stats"' "$tmp/p.json"; cat "$tmp/e.csv"; } | sha256sum | cut -c1-16)
+    echo "$name arena=$(sed -n 's/^ *"arena_bytes": *\([0-9]*\).*/\1/p' "$tmp/p.json") layout=$h" >>"$BP_GOLDEN_ARENAS"
+  fi
 }
 # pack_digest NAME CSV ARGS...: a MiniMalloc instance's offsets
 pack_digest() {
@@ -27,9 +35,11 @@ pack_digest() {
     echo "$name pack-failed" >>"$out"; return
   fi
   echo "$name $(sha256sum <"$tmp/o.csv" | cut -c1-64)" >>"$out"
+  [ -z "${BP_GOLDEN_ARENAS:-}" ] || echo "$name layout=$(sha256sum <"$tmp/o.csv" | cut -c1-16)" >>"$BP_GOLDEN_ARENAS"
 }
 
 : >"$out"
+[ -z "${BP_GOLDEN_ARENAS:-}" ] || : >"$BP_GOLDEN_ARENAS"
 for spec in "chain" "chain --nodes 400 --seed 7" "diamond" "resnet50" "unet" \
             "transformer --layers 2 --seq 128" "transformer --layers 2 --seq 64 --nodes 1 --training" \
             "randwire" "randwire --seed 3 --training" "resnet50 --training --layers 1"; do

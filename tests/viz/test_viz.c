@@ -422,21 +422,43 @@ static void test_live_property(void)
     }
 }
 
-static void test_report(void)
+/* A generated graph (NULL after a failed check). */
+static bp_graph *gen_graph(const char *kind, uint64_t seed, int layers, int symbolic_seq)
 {
     bp_error err = {0};
     bp_graph *g = NULL;
     bp_gen_options go;
     bp_gen_options_init(&go);
-    go.seed = 3;
-    CHECK_OK(bp_gen("diamond", &go, NULL, &g, &err), err);
+    go.seed = seed;
+    go.layers = layers;
+    go.symbolic_seq = symbolic_seq;
+    CHECK_OK(bp_gen(kind, &go, NULL, &g, &err), err);
+    return g;
+}
+
+/* bp_report_run on g with po (NULL: the defaults with a 0.1 s search), in a
+ * calloc'ed report (NULL after a failed check). */
+static bp_report *run_report(const bp_graph *g, const bp_plan_options *po)
+{
+    bp_error err = {0};
+    bp_plan_options quick;
+    if (!po) { bp_plan_options_init(&quick); quick.time_limit = 0.1; po = &quick; }
+    bp_report *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    CHECK_OK(bp_report_run(g, po, r, &err), err);
+    return r;
+}
+
+static void test_report(void)
+{
+    bp_error err = {0};
+    bp_graph *g = gen_graph("diamond", 3, 0, 0);
     REQUIRE(g);
     bp_plan_options po;
     bp_plan_options_init(&po);
     po.time_limit = 0.5;
-    bp_report *r = calloc(1, sizeof *r);
+    bp_report *r = run_report(g, &po);
     REQUIRE(r);
-    CHECK_OK(bp_report_run(g, &po, r, &err), err);
     /* skipped = exactly the schedulers bp_schedule does not have */
     int32_t *order = malloc((size_t)bp_graph_n_ops(g) * sizeof *order);
     REQUIRE(order);
@@ -515,6 +537,52 @@ static void test_report(void)
     bp_graph_free(g);
 }
 
+/* A transformer with a symbolic sequence length and nothing bound: every
+ * activation is dynamic, so the arena is empty.  The SVG and the report say
+ * "nothing planned" (with the counts) instead of a chart "peak at step -1". */
+static void test_nothing_planned(void)
+{
+    bp_error err = {0};
+    bp_graph *g = gen_graph("transformer", 0, 1, 1);
+    REQUIRE(g);
+    bp_plan *p = NULL;
+    CHECK_OK(bp_plan_graph(g, NULL, &p, &err), err);
+    REQUIRE(p);
+    const bp_plan_stats *st = bp_plan_get_stats(p);
+    CHECK(st->n_planned == 0 && st->n_dynamic > 0 && st->naive_bytes == 0 && st->alias_saved_bytes == 0);
+    FILE *f = tmpfile();
+    REQUIRE(f);
+    CHECK_OK(bp_viz_write_svg_file(g, p, NULL, f, &err), err);
+    char *s = slurp(f, NULL);
+    fclose(f);
+    char want[128];
+    snprintf(want, sizeof want, "nothing planned: %d dynamic tensors (not planned)", st->n_dynamic);
+    CHECK_MSG(strstr(s, want) && !strstr(s, "peak at step -1"), "the SVG lacks \"%s\"", want);
+    free(s);
+    /* the page's data carries the count its peak panel shows instead of a list */
+    f = tmpfile();
+    REQUIRE(f);
+    CHECK_OK(bp_viz_write_html_file(g, p, NULL, f, &err), err);
+    s = slurp(f, NULL);
+    fclose(f);
+    snprintf(want, sizeof want, "\"dynamic\":%d,", st->n_dynamic);
+    CHECK_MSG(strstr(s, want) && strstr(s, "nothing planned: "), "the page lacks %s", want);
+    free(s);
+    bp_report *r = run_report(g, NULL);
+    REQUIRE(r);
+    CHECK(r->have_counts && r->n_planned == 0 && r->n_dynamic == st->n_dynamic && r->n_weights == st->n_weights);
+    f = tmpfile();
+    REQUIRE(f);
+    CHECK_OK(bp_report_write_file(r, "text", f, &err), err);
+    s = slurp(f, NULL);
+    fclose(f);
+    CHECK_MSG(strstr(s, "nothing planned: every activation is dynamic"), "report text: %s", s);
+    free(s);
+    free(r);
+    bp_plan_free(p);
+    bp_graph_free(g);
+}
+
 static void test_progress(void)
 {
     bp__progress pr;
@@ -555,5 +623,6 @@ int main(void)
     test_history();
     test_live_property();
     test_report();
+    test_nothing_planned();
     return check_status();
 }
