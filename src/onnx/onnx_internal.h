@@ -100,6 +100,7 @@ typedef struct bp__ox {
     int32_t *io; size_t n_io, cap_io;
     int fresh;                /* counter for fresh symbol names */
     int pa_oom;               /* an allocation for protobuf-c failed (unpack NULL = out of memory) */
+    bool ms_domain;           /* the model imports com.microsoft (infer_ms.c) */
 } bp__ox;
 
 /* ---- pb_check.c: the protobuf pre-scan ---- */
