@@ -148,7 +148,11 @@ bp_status bp__ox_set_fval(bp__ox *c, int32_t t, size_t n, const double *v, bp_er
 /* Type and shape of tensor t from a TypeProto (tensor types); other types mark it "not sized". */
 bp_status bp__ox_shape_from_type(bp__ox *c, int32_t t, const Onnx__TypeProto *tp, bp_error *err);
 
-static inline const int64_t *bp__ox_dims(const bp__ox *c, int32_t t) { return c->dims + c->t[t].dims_off; }
+static inline const int64_t *bp__ox_dims(const bp__ox *c, int32_t t)
+{
+    static const int64_t none[BP__OX_MAX_RANK];   /* no dims array yet: every shape so far is a scalar */
+    return c->dims ? c->dims + c->t[t].dims_off : none;
+}
 static inline const bp__ox_val *bp__ox_value(const bp__ox *c, int32_t t)
 {
     return t >= 0 && c->t[t].val >= 0 ? &c->vals[c->t[t].val] : NULL;
