@@ -426,7 +426,9 @@ static bp_status ms_attention(bp__ox_op *x)
     if (s) return s;
     if (bp__ox_rank(x, in) < 0) return ms_all_unknown(x, dt);
     if (bp__ox_rank(x, in) != 3) return bp__ox_bad(x, "input has rank %d (needs 3)", bp__ox_rank(x, in));
-    const int64_t *si = bp__ox_shape(x, in), *q;
+    int64_t si[3];                     /* copied: setting an output may move the dims */
+    memcpy(si, bp__ox_shape(x, in), sizeof si);
+    const int64_t *q;
     size_t nq;
     if (bp__ox_attr_ints(x, "qkv_hidden_sizes", &q, &nq) && nq) {
         if (nq != 3 || q[0] < 0 || q[2] < 0) return bp__ox_bad(x, "qkv_hidden_sizes must have 3 sizes");
@@ -540,14 +542,16 @@ static bp_status ms_gqa(bp__ox_op *x)
     if (bp__ox_in(x, 6) >= 0 && bp__ox_ints_of(x, bp__ox_in(x, 6), tv, 1, &nt) && nt == 1 && tv[0] >= 0) tsl = tv[0];
     if (bp__ox_rank(x, q) < 0) return ms_all_unknown(x, dt);
     if (bp__ox_rank(x, q) != 3) return bp__ox_bad(x, "query has rank %d (needs 3)", bp__ox_rank(x, q));
-    const int64_t *sq = bp__ox_shape(x, q);
+    int64_t sq[3];                     /* copied: setting an output may move the dims */
+    memcpy(sq, bp__ox_shape(x, q), sizeof sq);
     int64_t head, d[4] = {sq[0], sq[1], 0, 0};
     bool packed = v < 0;
     if ((s = ms_dim(x, '/', sq[2], packed ? nh + 2 * kvh : nh, 0, 2, &head))) return s;
     if ((s = ms_dim(x, '*', head, nh, 0, 2, &d[2])) || (s = bp__ox_set_out(x, 0, dt, 3, d))) return s;
     int64_t p[4] = {sq[0], kvh, tsl >= 0 ? tsl : sq[1], head};
     if (bp__ox_rank(x, pk) == 4) {
-        const int64_t *sp = bp__ox_shape(x, pk);
+        int64_t sp[4];
+        memcpy(sp, bp__ox_shape(x, pk), sizeof sp);
         memcpy(p, sp, sizeof p);
         if (bp__ox_attr_i(x, "sliding_window_cache", 0) == 1) p[2] = sp[2];
         else if (tsl >= 0 && sp[2] >= 0) p[2] = tsl > sp[2] ? tsl : sp[2];
