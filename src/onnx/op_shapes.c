@@ -306,7 +306,7 @@ bp_status bp_onnx_op_shapes_read(const char *path, const bp_allocator *alloc, bp
     *out = NULL;
     if (!path) return bp__err(err, BP_ERR_USAGE, "bp_onnx_op_shapes_read: path is NULL");
     json_t *root;
-    bp_status s = bp__json_load_file(path, alloc, &root, err);
+    bp_status s = bp__json_load_file(path, alloc ? alloc : &bp__libc_allocator, &root, err);
     return s ? s : os_build(root, path, alloc, out, err);
 }
 

@@ -154,6 +154,8 @@ expect_msg 2 'formula "in0[1] - attr.filters" gives -13, a negative size' "$CLI"
 printf '{"ops": [{"op_type": "MyConv", "outputs": [{"shape": ["in1[0]"]}]}]}' >"$tmp/b6.json"
 expect_msg 2 'the node has no input 1' "$CLI" viz "$tmp/custom.onnx" --op-shapes "$tmp/b6.json" -o "$tmp/v2.svg"
 expect_msg 2 'nope.json' "$CLI" plan "$tmp/custom.onnx" --op-shapes "$tmp/nope.json"
+printf '{"ops": [{"op_type": "MyConv",\n  "outputs": [}]}' >"$tmp/b7.json"
+expect_msg 2 'b7.json:2:' "$CLI" plan "$tmp/custom.onnx" --op-shapes "$tmp/b7.json"
 "$CLI" gen chain -o "$tmp/g.json" >/dev/null 2>&1 || bad "gen chain"
 expect_msg 2 'op shapes apply to ONNX models' "$CLI" plan "$tmp/g.json" --op-shapes "$tmp/ops.json"
 expect_msg 2 '--op-shapes needs a value' "$CLI" plan "$tmp/custom.onnx" --op-shapes

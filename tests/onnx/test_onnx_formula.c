@@ -7,9 +7,11 @@
  * evaluated against a direct computation with the same floor-division
  * rules), and malformed files naming the entry, the key or the column.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <bufplan.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -216,6 +218,24 @@ static void test_file(void)
     expect_file_error("{\"ops\": {}}", "\"ops\" must be an array", NULL);
     expect_file_error("[1]", "must hold an object", NULL);
     expect_file_error("{\"ops\": [", "shapes.json", NULL);   /* malformed JSON */
+    /* from a file, with the default allocator: malformed JSON, a missing file, a good file */
+    char path[] = "/tmp/bp_op_shapes_XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    REQUIRE(f);
+    fputs("{\"ops\": [\n  {]}", f);
+    fclose(f);
+    bp_onnx_op_shapes *s2 = NULL;
+    CHECK(bp_onnx_op_shapes_read(path, NULL, &s2, &err) == BP_ERR_INVALID && !s2 && strstr(err.msg, path) && strstr(err.msg, ":2:"));
+    f = fopen(path, "w");
+    REQUIRE(f);
+    fputs("{\"ops\": [{\"op_type\": \"A\", \"outputs\": [{\"shape\": [\"in0[0]\"]}]}]}", f);
+    fclose(f);
+    CHECK_OK(bp_onnx_op_shapes_read(path, NULL, &s2, &err), err);
+    bp_onnx_op_shapes_free(s2);
+    remove(path);
+    CHECK(bp_onnx_op_shapes_read(path, NULL, &s2, &err) == BP_ERR_IO && strstr(err.msg, "cannot open"));
 }
 
 int main(void)
