@@ -82,6 +82,29 @@ save("quantize", [helper.make_node("QuantizeLinear", ["x", "x_s", "x_z"], ["y"],
      [vi("x", T.FLOAT, [2, 4])], ["y"], q("x"))
 save("bias_softmax", [helper.make_node("BiasSoftmax", ["x", "b"], ["y"], domain=MS, axis=-1)],
      [vi("x", T.FLOAT, [2, 4, 6]), vi("b", T.FLOAT, [2, 4, 6])], ["y"])
+save("qlinear_conv_nhwc", [helper.make_node("QLinearConv", ["x", "x_s", "x_z", "w", "w_s", "w_z", "y_s", "y_z"], ["y"], domain=MS,
+                                             channels_last=1, pads=[1, 1, 1, 1])],
+     [vi("x", T.UINT8, [1, 8, 8, 3])], ["y"], q("x") + [init("w", [4, 3, 3, 3], np.uint8)] + q("w") + q("y"))
+save("qlinear_concat", [helper.make_node("QLinearConcat", ["y_s", "y_z", "a", "a_s", "a_z", "b", "b_s", "b_z"], ["y"], domain=MS, axis=1)],
+     [vi("a", T.UINT8, [1, 2, 4]), vi("b", T.UINT8, [1, 3, 4])], ["y"], q("y") + q("a") + q("b"))
+save("qgemm", [helper.make_node("QGemm", ["a", "a_s", "a_z", "b", "b_s", "b_z", "", "y_s", "y_z"], ["y"], domain=MS)],
+     [vi("a", T.UINT8, [4, 6])], ["y"], q("a") + [init("b", [6, 5], np.uint8)] + q("b") + q("y"))
+save("matmul_int_to_float", [helper.make_node("MatMulIntegerToFloat", ["a", "b", "a_s", "b_s"], ["y"], domain=MS)],
+     [vi("a", T.UINT8, [3, 4])], ["y"], [init("b", [4, 5], np.int8), init("a_s", [], np.float32, 0.1), init("b_s", [], np.float32, 0.1)])
+save("bias_split_gelu", [helper.make_node("BiasSplitGelu", ["x", "b"], ["y"], domain=MS)],
+     [vi("x", T.FLOAT16, [2, 16, 64])], ["y"], [init("b", [64], np.float16)])
+save("skip_group_norm", [helper.make_node("SkipGroupNorm", ["x", "g", "b", "s"], ["y", "sum"], domain=MS, groups=2, epsilon=1e-5, activation=0)],
+     [vi("x", T.FLOAT16, [1, 4, 4, 8]), vi("s", T.FLOAT16, [1, 4, 4, 8])], ["y", "sum"], [init("g", [8]), init("b", [8])])
+save("mha_packed", [helper.make_node("MultiHeadAttention", ["q"], ["y"], domain=MS, num_heads=4)],
+     [vi("q", T.FLOAT, [2, 7, 4, 3, 8])], ["y"])
+save("mha_past", [helper.make_node("MultiHeadAttention", ["q", "k", "v", "", "", "", "pk", "pv"], ["y", "present_k", "present_v"], domain=MS, num_heads=4)],
+     [vi("q", T.FLOAT, [1, 1, 16]), vi("k", T.FLOAT, [1, 1, 16]), vi("v", T.FLOAT, [1, 1, 16]),
+      vi("pk", T.FLOAT, [1, 4, 5, 4]), vi("pv", T.FLOAT, [1, 4, 5, 4])], ["y", "present_k", "present_v"])
+save("gqa_packed", [helper.make_node("GroupQueryAttention", ["q", "", "", "", "", "seqlens", "total"], ["y", "present_k", "present_v"],
+                                     domain=MS, num_heads=4, kv_num_heads=2)],
+     [vi("q", T.FLOAT16, [1, 6, 64]), vi("seqlens", T.INT32, [1])], ["y", "present_k", "present_v"], [init("total", [], np.int32, 6)])
+save("attention_past", [helper.make_node("Attention", ["x", "w", "bias", "", "past"], ["y", "present"], domain=MS, num_heads=2)],
+     [vi("x", T.FLOAT, [2, 1, 16]), vi("past", T.FLOAT, [2, 2, 2, 3, 8])], ["y", "present"], [init("w", [16, 48]), init("bias", [48])])
 # not imported: a com.microsoft op in a model whose opset_import lacks the domain
 save("no_ms", [helper.make_node("FastGelu", ["x"], ["y"], domain=MS)], [vi("x", T.FLOAT, [2, 3])], ["y"], ms=False)
 PYEOF
@@ -137,6 +160,16 @@ check_ms qlinear_gap y 8                        # channels last: [1,1,1,8] u8
 check_ms qlinear_avgpool y 72                   # [1,8,3,3] u8
 check_ms quantize y 8                           # [2,4] u8
 check_ms bias_softmax y 192                     # [2,4,6]
+check_ms qlinear_conv_nhwc y 256                # channels last: [1,8,8,4] u8
+check_ms qlinear_concat y 20                    # [1,5,4] u8
+check_ms qgemm y 20                             # [4,5] u8 (y_zero_point's type)
+check_ms matmul_int_to_float y 60               # [3,5] f32 (a_scale's type)
+check_ms bias_split_gelu y 2048                 # [2,16,32] f16
+check_ms skip_group_norm "y sum" "256 256"      # [1,4,4,8] f16
+check_ms mha_packed y 1792                      # packed QKV [2,7,4,3,8]: [2,7,32]
+check_ms mha_past "y present_k present_v" "64 384 384"   # present [1,4,5+1,4]
+check_ms gqa_packed "y present_k present_v" "384 192 192"  # H = 64 / (4 + 2*2) = 8: [1,6,32]; present [1,2,6,8]
+check_ms attention_past "y present" "128 1024"  # present [2,2,2,3+1,8]
 expect_msg 2 'domain "com.microsoft" is not in the model' "$CLI" plan "$tmp/no_ms.onnx"
 
 # ---- bad files: exit 2 with the file, the entry, the column or the key
