@@ -354,10 +354,12 @@ static bp_onnx_shape_rc os_output_eval(const bp_onnx_op_shapes *s, const os_entr
 {
     const os_out *eo = &e->outs[j];
     char why[400];
-    int in = eo->dtype_in >= 0 ? eo->dtype_in : eo->shape_in;
-    if (in >= 0 && (in >= n->n_inputs || !n->inputs[in].name[0])) {
-        snprintf(why, sizeof why, "the node has no input %d", in);
-        return os_fail(msg, cap, s, e, j, why);
+    for (int k = 0; k < 2; k++) {     /* the inputs "dtype" and "shape" copy must exist */
+        int in = k ? eo->shape_in : eo->dtype_in;
+        if (in >= 0 && (in >= n->n_inputs || !n->inputs[in].name[0])) {
+            snprintf(why, sizeof why, "%s: the node has no input %d", k ? "\"shape\"" : "\"dtype\"", in);
+            return os_fail(msg, cap, s, e, j, why);
+        }
     }
     o->dtype = eo->dtype_in >= 0 ? n->inputs[eo->dtype_in].dtype : eo->dtype;
     if (eo->shape_in >= 0 || eo->shape_in == -2) {

@@ -240,6 +240,13 @@ static void test_op_shapes(void)
     CHECK_MSG(strstr(err.msg, "node \"first\" (MyOp)") && strstr(err.msg, "ops.json, ops[0].outputs[0]") && strstr(err.msg, "no input 1"),
               "%s", err.msg);
     bp_onnx_op_shapes_free(ops);
+    /* a shape copied from an input the node lacks, with the dtype from one it has */
+    text = "{\"ops\": [{\"op_type\": \"MyOp\", \"outputs\": [{\"dtype\": \"in0\", \"shape\": \"in3\"}]}]}";
+    CHECK_OK(bp_onnx_op_shapes_parse(text, strlen(text), "ops.json", NULL, &ops, &err), err);
+    o.op_shapes = ops;
+    CHECK(import(&m, &o, &gr, &err) == BP_ERR_INVALID && !gr);
+    CHECK_MSG(strstr(err.msg, "node \"first\"") && strstr(err.msg, "\"shape\": the node has no input 3"), "%s", err.msg);
+    bp_onnx_op_shapes_free(ops);
     /* an entry for another domain does not match: the unknown-op path */
     text = "{\"ops\": [{\"op_type\": \"MyOp\", \"domain\": \"org.other\", \"outputs\": [{\"shape\": \"in0\"}]}]}";
     CHECK_OK(bp_onnx_op_shapes_parse(text, strlen(text), "ops.json", NULL, &ops, &err), err);
