@@ -62,6 +62,20 @@ static inline void fz_plan_verify(const bp_graph *g, bp_sched_kind sk, bp_assign
     bp_plan_free(p);
 }
 
+/* The end of an import harness: a failed import returns no graph and says
+ * why; a graph is planned, verified and freed. */
+static inline int fz_import_done(bp_status s, bp_graph *g, const bp_error *err)
+{
+    if (s != BP_OK) {
+        FZ_ASSERT(g == NULL, "a failed import returned a graph");
+        FZ_ASSERT(err->msg[0] != 0, "an error without a message");
+        return 0;
+    }
+    fz_plan_verify(g, BP_SCHED_KAHN, BP_ASSIGN_BESTFIT);
+    bp_graph_free(g);
+    return 0;
+}
+
 typedef struct fz_bytes { const uint8_t *p; size_t n; } fz_bytes;
 static inline unsigned fz_u8(fz_bytes *b) { if (!b->n) return 0; b->n--; return *b->p++; }
 static inline unsigned fz_u16(fz_bytes *b) { unsigned x = fz_u8(b); return x | fz_u8(b) << 8; }

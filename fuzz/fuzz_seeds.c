@@ -131,6 +131,24 @@ int main(int argc, char **argv)
             put(dir, "fuzz_config", "small", cfg, strlen(cfg), NULL, 0);
         }
     }
+    static const char *const op_shapes[] = {
+        "{\"ops\": [{\"domain\": \"com.example\", \"op_type\": \"MyOp\", \"attrs\": {\"pad\": 1},"
+        " \"outputs\": [{\"dtype\": \"in0\", \"shape\": [\"in0[0]\", \"attr.ks[-1] * 2\", \"(in0[2] + 2*attr.pad - attr.k) / 1 + 1\","
+        " \"ceil_div(in0[-1], 2)\"]}, {\"dtype\": \"i64\", \"shape\": \"in0\"}]}]}",
+        "{\"ops\": [{\"node\": \"n2\", \"outputs\": [{\"shape\": [\"in0.rank\", \"max(in0[1], 3) % 4\"]}, {\"shape\": \"unknown\"}]},"
+        " {\"op_type\": \"Weird\", \"domain\": \"\", \"outputs\": [{\"dtype\": \"f16\", \"shape\": [\"in0[0]\", 7]}]},"
+        " {\"op_type\": \"MyOp\", \"outputs\": [{\"shape\": [\"in2[0] - 4\", \"min(in0[1], -in0[0])\"]}]}]}",
+    };
+    {
+        char sub[4096];
+        struct stat sb;
+        snprintf(sub, sizeof sub, "%s/fuzz_op_shapes", dir);
+        for (size_t i = 0; i < sizeof op_shapes / sizeof op_shapes[0] && stat(sub, &sb) == 0; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "ops%zu", i);
+            put(dir, "fuzz_op_shapes", name, op_shapes[i], strlen(op_shapes[i]), NULL, 0);
+        }
+    }
     static const char *const csv[] = {
         "id,lower,upper,size\n0,0,3,4\n1,1,2,8\n2,2,5,4\n",
         "id,lower,upper,size,alignment,offset\n\"a\",0,10,100,64,\nb,5,15,50,,128\nc,0,20,10,8,\n",

@@ -21,7 +21,7 @@ seed=${BP_FUZZ_SEED:-1}
 [ $# -gt 0 ] && shift
 build=${BP_FUZZ_BUILD:-$root/build-fuzz}
 data=${BP_DATA:-$root/../shared/data}
-all=(fuzz_graph_json fuzz_onnx fuzz_csv fuzz_plan fuzz_random_graph)
+all=(fuzz_graph_json fuzz_onnx fuzz_csv fuzz_plan fuzz_random_graph fuzz_op_shapes)
 [ -f "$root/src/plan/plan_cache.c" ] && [ -f "$root/fuzz/fuzz_plan_cache.c" ] && all+=(fuzz_plan_cache)
 [ -f "$root/src/plan/config.c" ] && [ -f "$root/fuzz/fuzz_config.c" ] && all+=(fuzz_config)
 harnesses=("${@:-${all[@]}}")

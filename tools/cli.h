@@ -39,6 +39,7 @@ typedef struct cli_graph_opts {
     int n_dims; const char *dims[64];
     int n_shapes; const char *shapes[64];
     const char *unknown_op;   /* "error" (default) or "dynamic" */
+    const char *op_shapes;    /* --op-shapes FILE: custom-op output shapes (ONNX) */
     bool training;            /* append a backward pass */
     bool plan_constants;
     /* --limit KEY=N, --max-memory BYTES, --max-seconds S */

@@ -74,6 +74,8 @@ const char cli_graph_opts_help[] =
     "  --training             append a backward pass (gradients of every op)\n"
     "  --unknown-op error|dynamic  ONNX: unknown operators are an error (default)\n"
     "                         or make their outputs dynamic\n"
+    "  --op-shapes FILE       ONNX: output shapes of custom ops as formulas (a JSON\n"
+    "                         file, docs/FORMATS.md \"Op shapes\")\n"
     "  --plan-constants       ONNX: plan Constant outputs like activations\n"
     "  --allow-dynamic        plan tensors with unbound symbolic dimensions as dynamic\n"
     "                         (outside the arena) instead of refusing the graph\n"
@@ -244,6 +246,11 @@ int cli_graph_opt(cli_graph_opts *go, int argc, char **argv, int *i, const char 
         const char **arr = a[2] == 'd' ? go->dims : go->shapes;
         if (*n >= 64) { cli_usage_error(cmd, "too many %s options (64 at most)", a); return -1; }
         arr[(*n)++] = v;
+        return 1;
+    }
+    if (!strcmp(a, "--op-shapes")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        go->op_shapes = v;
         return 1;
     }
     if (!strcmp(a, "--training")) { go->training = true; return 1; }
@@ -533,8 +540,12 @@ bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err
         oo.unknown_op_dynamic = go->unknown_op && !strcmp(go->unknown_op, "dynamic");
         oo.plan_constants = go->plan_constants;
         oo.limits = lim;
-        s = data ? bp_onnx_parse(data, data_len, go->path, &oo, al, &g, NULL, err)
-                 : bp_onnx_read(go->path, &oo, al, &g, err);
+        bp_onnx_op_shapes *ops = NULL;
+        s = go->op_shapes ? bp_onnx_op_shapes_read(go->op_shapes, al, &ops, err) : BP_OK;
+        oo.op_shapes = ops;
+        if (!s) s = data ? bp_onnx_parse(data, data_len, go->path, &oo, al, &g, NULL, err)
+                         : bp_onnx_read(go->path, &oo, al, &g, err);
+        bp_onnx_op_shapes_free(ops);
         free(data);
         if (s) return s;
 #else
@@ -544,6 +555,12 @@ bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err
         return BP_ERR_UNSUPPORTED;
 #endif
     } else {
+        if (go->op_shapes) {
+            free(data);
+            snprintf(err->msg, sizeof err->msg, "--op-shapes %s: %s is a JSON graph; op shapes apply to ONNX models", go->op_shapes, go->path);
+            err->status = BP_ERR_USAGE;
+            return BP_ERR_USAGE;
+        }
         s = data ? bp_graph_parse_json_lim(data, data_len, go->path, lim, al, &g, err) : bp_graph_read_lim(go->path, lim, al, &g, err);
         free(data);
         if (s) return s;

@@ -16,7 +16,7 @@ int cmd_verify(int argc, char **argv)
         const char *a = argv[i];
         int r;
         if (cli_is_help(a)) {
-            printf("usage: bufplan verify GRAPH PLAN.json [--dim SYM=N] [--shape NAME=AxB] [--training]\n\n"
+            printf("usage: bufplan verify GRAPH PLAN.json [--dim SYM=N] [--shape NAME=AxB] [--op-shapes FILE] [--training]\n\n"
                    "Checks that the plan is sound for the graph: the schedule is topological, every\n"
                    "interval covers the tensor's lifetime, sizes agree, aliasing is justified, nothing\n"
                    "lies outside the arena and no two live tensors overlap.  Exit 0 sound, 1 unsound\n"

@@ -11,6 +11,7 @@
  * filled, fresh symbols renamed, disagreements warned about.
  */
 #include "onnx/onnx_internal.h"
+#include "onnx/custom.h"
 
 #ifdef BP_HAVE_ONNX
 
@@ -385,9 +386,10 @@ bp_status bp__ox_infer_nodes(bp__ox *c, const int32_t *order, bp_error *err)
         if (nd->control_flow) {
             s = c->infer_control(c, k, err);
         } else if (!nd->domain_default) {
-            s = BP_ERR_UNSUPPORTED;
+            s = bp__ox_custom_infer(c, k, err);
         } else {
             s = bp__ox_infer(c, k, err);
+            if (s == BP_ERR_UNSUPPORTED) s = bp__ox_custom_infer(c, k, err);
         }
         if (s == BP_ERR_UNSUPPORTED) s = ox_unknown_op(c, k, err);
         if (s) return s;

@@ -193,7 +193,7 @@ typedef struct ox_tinfo {
 static bp_status ox_walk_tensor(bp__ox *c, bp__ox_slice s, ox_tinfo *ti, const uint8_t *base, bp_error *err)
 {
     memset(ti, 0, sizeof *ti);
-    ox_rd r = {s.p, s.p + s.n, base};
+    ox_rd r = {s.p, s.n ? s.p + s.n : s.p, base};   /* an empty slice may have no pointer */
     ox_field f = {0};
     int k;
     while ((k = ox_next(&r, &f, c->file, "an initializer", err)) == 1) {
@@ -244,7 +244,7 @@ bp_status bp__ox_add_initializer(bp__ox *c, bp__ox_slice s, const uint8_t *base,
     int srank = -1;
     if (sparse) {
         /* SparseTensorProto: values (1) is a TensorProto, dims (3) the dense shape */
-        ox_rd r = {s.p, s.p + s.n, base};
+        ox_rd r = {s.p, s.n ? s.p + s.n : s.p, base};   /* an empty slice may have no pointer */
         ox_field f = {0};
         int k;
         ts.p = NULL; ts.n = 0;

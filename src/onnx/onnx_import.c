@@ -271,6 +271,7 @@ static bp_status ox_import(bp__ox *c, const uint8_t *data, size_t len, bp_graph 
     c->model = &m;
     c->infer_control = bp__ox_infer_control;
     bp_status s = ox_read_header(c, data, len, &m, err);
+    if (!s) c->ms_domain = bp__ox_domain_imported(c, &m, "com.microsoft");
     if (!s) s = ox_bind_dims(c, err);
     if (!s) s = ox_add_initializers(c, &m, data, err);
     if (!s) s = ox_add_inputs(c, &m, err);

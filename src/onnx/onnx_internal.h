@@ -110,6 +110,7 @@ typedef struct bp__ox {
     char *file_buf;           /* owned c->file of a body ("FILE: If \"x\" then_branch") */
     int fresh;                /* counter for fresh symbol names */
     int pa_oom;               /* an allocation for protobuf-c failed (unpack NULL = out of memory) */
+    bool ms_domain;           /* the model imports com.microsoft (infer_ms.c) */
 } bp__ox;
 
 /* ---- pb_check.c: the protobuf pre-scan ---- */
@@ -157,7 +158,11 @@ bp_status bp__ox_set_fval(bp__ox *c, int32_t t, size_t n, const double *v, bp_er
 /* Type and shape of tensor t from a TypeProto (tensor types); other types mark it "not sized". */
 bp_status bp__ox_shape_from_type(bp__ox *c, int32_t t, const Onnx__TypeProto *tp, bp_error *err);
 
-static inline const int64_t *bp__ox_dims(const bp__ox *c, int32_t t) { return c->dims + c->t[t].dims_off; }
+static inline const int64_t *bp__ox_dims(const bp__ox *c, int32_t t)
+{
+    static const int64_t none[BP__OX_MAX_RANK];   /* no dims array yet: every shape so far is a scalar */
+    return c->dims ? c->dims + c->t[t].dims_off : none;
+}
 static inline const bp__ox_val *bp__ox_value(const bp__ox *c, int32_t t)
 {
     return t >= 0 && c->t[t].val >= 0 ? &c->vals[c->t[t].val] : NULL;

@@ -22,6 +22,7 @@ int rg_plan(const uint8_t *data, size_t size);
 int rg_random_graph(const uint8_t *data, size_t size);
 int rg_config(const uint8_t *data, size_t size);
 int rg_plan_cache(const uint8_t *data, size_t size);
+int rg_op_shapes(const uint8_t *data, size_t size);
 
 #define LLVMFuzzerTestOneInput rg_graph_json
 #include "../../fuzz/fuzz_graph_json.c"
@@ -43,6 +44,9 @@ int rg_plan_cache(const uint8_t *data, size_t size);
 #undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput rg_plan_cache
 #include "../../fuzz/fuzz_plan_cache.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput rg_op_shapes
+#include "../../fuzz/fuzz_op_shapes.c"
 #undef LLVMFuzzerTestOneInput
 
 static int run_dir(const char *dir, int (*fn)(const uint8_t *, size_t))
@@ -83,7 +87,7 @@ int main(void)
     static const struct { const char *dir; int (*fn)(const uint8_t *, size_t); } h[] = {
         {"fuzz_graph_json", rg_graph_json}, {"fuzz_onnx", rg_onnx}, {"fuzz_csv", rg_csv},
         {"fuzz_plan", rg_plan}, {"fuzz_random_graph", rg_random_graph},
-        {"fuzz_config", rg_config}, {"fuzz_plan_cache", rg_plan_cache},
+        {"fuzz_config", rg_config}, {"fuzz_plan_cache", rg_plan_cache}, {"fuzz_op_shapes", rg_op_shapes},
     };
     int total = 0;
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) {
