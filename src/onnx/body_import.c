@@ -61,6 +61,7 @@ static bp_status ox_child_init(bp__ox *cc, bp__ox *c, int32_t k, const char *att
     cc->parent = c;
     cc->depth = c->depth + 1;
     cc->infer_control = c->infer_control;
+    cc->ms_domain = c->ms_domain;
     cc->borrowed = 1;
     const bp__ox_node *nd = &c->nodes[k];
     if (cc->depth > OX_MAX_BODY_DEPTH)
