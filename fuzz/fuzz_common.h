@@ -71,6 +71,20 @@ static inline int fz_import_done(bp_status s, bp_graph *g, const bp_error *err)
         FZ_ASSERT(err->msg[0] != 0, "an error without a message");
         return 0;
     }
+    if (bp_graph_n_bodies(g)) {   /* control flow: the reservations sized as fz_plan_verify plans */
+        bp_plan_options o;
+        bp_plan_options_init(&o);
+        o.sched = BP_SCHED_KAHN;
+        o.assign = BP_ASSIGN_BESTFIT;
+        o.time_limit = 0.01;
+        bp_error e = {0};
+        bp_status rs = bp_graph_reserve_bodies(g, &o, &e);
+        if (rs) {
+            FZ_ASSERT(rs == BP_ERR_NOMEM || rs == BP_ERR_LIMIT || rs == BP_ERR_TIMEOUT || rs == BP_ERR_UNSUPPORTED, e.msg);
+            bp_graph_free(g);
+            return 0;
+        }
+    }
     fz_plan_verify(g, BP_SCHED_KAHN, BP_ASSIGN_BESTFIT);
     bp_graph_free(g);
     return 0;

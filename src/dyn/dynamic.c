@@ -38,6 +38,9 @@ bp_status bp_graph_clone_bind(const bp_graph *g, int n, const char *const *syms,
 {
     *out = NULL;
     if (!g || n < 0 || (n && (!syms || !vals))) return bp__err(err, BP_ERR_USAGE, "clone: bad arguments");
+    if (g->n_bodies)   /* a copy without its bodies would plan their reservations as nothing */
+        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: the graph has control flow (%zu bodies); dynamic re-planning of bodies is not supported (bind the shapes at import and plan it)",
+                       g->name, g->n_bodies);
     bp_graph *c = bp_graph_new(g->name, &g->alloc);
     if (!c) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory copying the graph", g->name);
     bp_status s = BP_OK;

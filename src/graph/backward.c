@@ -103,6 +103,9 @@ static bp_status bw_contribute(bw *b, int32_t t, int32_t c)
 bp_status bp_graph_append_backward(bp_graph *g, bp_error *err)
 {
     if (!g) return bp__err(err, BP_ERR_USAGE, "append_backward: graph is NULL");
+    if (g->n_bodies)
+        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: the graph has control flow; a backward pass through If, Loop or Scan bodies is not supported",
+                       g->name);
     bp_status s = bp_graph_finalize(g, err);
     if (s) return s;
     const bp_allocator *a = &g->alloc;

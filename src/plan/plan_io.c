@@ -110,10 +110,13 @@ bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, 
     fprintf(f, " \"stats\": {\"naive_bytes\": %" PRIu64 ", \"lower_bound_bytes\": %" PRIu64 ", \"alias_saved_bytes\": %" PRIu64
                ", \"dynamic_bytes\": %" PRIu64 ", \"peak_step\": %" PRId32 ", \"n_planned\": %" PRId32 ", \"n_storages\": %" PRId32
                ", \"n_views\": %" PRId32 ", \"n_dynamic\": %" PRId32 ", \"n_inputs\": %" PRId32 ", \"n_weights\": %" PRId32
-               ", \"plan_seconds\": %.17g, \"optimal\": %s}",
+               ", \"plan_seconds\": %.17g, \"optimal\": %s",
             st->naive_bytes, st->lower_bound_bytes, st->alias_saved_bytes, st->dynamic_bytes, st->peak_step, st->n_planned,
             st->n_storages, st->n_views, st->n_dynamic, st->n_inputs, st->n_weights,
             isfinite(st->plan_seconds) && st->plan_seconds >= 0 ? st->plan_seconds : 0.0, st->optimal ? "true" : "false");
+    if (g->n_bodies)
+        fprintf(f, ", \"n_control_flow\": %" PRId32 ", \"n_body_planned\": %" PRId32, st->n_control_flow, st->n_body_planned);
+    fputc('}', f);
     s = pj_write_bodies(p, g, f, err);
     if (s) return s;
     fputs("\n}\n", f);
@@ -489,6 +492,21 @@ static bp_status pj_bodies(pj_ctx *c, const json_t *arr)
     return BP_OK;
 }
 
+/* The control-flow counts a file states must be what its bodies give. */
+static bp_status pj_body_counts(pj_ctx *c, const json_t *st)
+{
+    static const char *const keys[2] = {"n_control_flow", "n_body_planned"};
+    const int32_t have[2] = {c->p->stats.n_control_flow, c->p->stats.n_body_planned};
+    for (int i = 0; i < 2; i++) {
+        int64_t n;
+        if (!json_object_get(st, keys[i])) continue;
+        bp_status r = pj_int(c, "stats", st, keys[i], 0, INT32_MAX, &n);
+        if (r) return r;
+        if (n != have[i]) return pj_bad(c, "stats", "\"%s\" is %lld, the bodies give %d", keys[i], (long long)n, (int)have[i]);
+    }
+    return BP_OK;
+}
+
 /* Reads the document into a plan; takes ownership of root. */
 static bp_status pj_build(json_t *root, const char *file, const bp_graph *g, bp_plan **out, bp_error *err)
 {
@@ -554,6 +572,7 @@ static bp_status pj_build(json_t *root, const char *file, const bp_graph *g, bp_
     bp__plan_count(g, p);
     if ((s = pj_stats(&c, json_object_get(root, "stats")))) goto done;
     if ((s = pj_bodies(&c, json_object_get(root, "bodies")))) goto done;
+    if ((s = pj_body_counts(&c, json_object_get(root, "stats")))) goto done;
 done:
     bp__free(&g->alloc, c.seen, c.seen_n);
     json_decref(root);

@@ -146,6 +146,18 @@ PYEOF
 for th in 1 2; do
   expect_msg 0 "bodies of control flow included" "$CLI" run "$tmp/loopif.onnx" --verify --threads $th
 done
+# the plan JSON states the control-flow counts, and a wrong one is refused
+python3 - "$tmp/loopif.json" "$tmp/badcount.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["stats"]["n_control_flow"] == 2 and d["stats"]["n_body_planned"] > 0, d["stats"]
+d["stats"]["n_control_flow"] = 3
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+expect_msg 2 "\"n_control_flow\" is 3, the bodies give 2" "$CLI" verify "$tmp/loopif.onnx" "$tmp/badcount.json"
+# what cannot be done with bodies is refused, not done wrongly
+expect_msg 2 "backward pass through If, Loop or Scan" "$CLI" plan "$tmp/loopif.onnx" --training
+expect_msg 2 "control flow" "$CLI" report "$tmp/loopif.onnx"
 expect_msg 2 "neither a trip count nor a condition" "$CLI" plan "$tmp/noend.onnx"
 expect_msg 2 "\"ghost\", which is not defined" "$CLI" plan "$tmp/ghost.onnx"
 expect_msg 2 "nested" "$CLI" plan "$tmp/bomb.onnx"
