@@ -44,7 +44,8 @@ BP_API bp_status bp_viz_write_html(const bp_graph *g, const bp_plan *p, const bp
 BP_API bp_status bp_viz_write_html_file(const bp_graph *g, const bp_plan *p, const bp_viz_options *o,
                                         FILE *f, bp_error *err);
 /* A static SVG picture of the timeline and the live-bytes curve: one <rect
- * class="tensor"> per planned tensor and no other rect.  (o->compare and
+ * class="tensor"> per planned tensor, one <rect class="body"> per tensor
+ * planned inside a control-flow body, and no other rect.  (o->compare and
  * o->history_path are ignored.) */
 BP_API bp_status bp_viz_write_svg(const bp_graph *g, const bp_plan *p, const bp_viz_options *o,
                                   const char *path, bp_error *err);

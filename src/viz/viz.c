@@ -662,6 +662,59 @@ static void viz_num(FILE *f, double v)
     else fprintf(f, "%.17g", v);
 }
 
+/* Whether t is the reservation of a control-flow op's bodies (drawn as a
+ * dashed outline, so what the bodies hold shows through). */
+static bool viz_reserve(const bp_graph *g, int32_t t)
+{
+    for (size_t i = 0; i < g->n_bodies; i++) if (g->bodies[i].reserve == t) return true;
+    return false;
+}
+
+/* The tensors planned inside the bodies of control-flow ops, in the outer
+ * plan's geometry: x0, ws are where step 0 of plan p starts and one step's
+ * width, base is p's arena offset in the outer arena; an op's k-th of n
+ * bodies gets the k-th n-th of its column (an If's branches side by side),
+ * and bodies inside bodies nest the same way.  visit gets each drawn tensor
+ * t of body b (plan c) with its x range and its offset in the outer arena. */
+typedef void (*viz_body_visit)(void *ctx, const bp_graph *g, const bp__body *b, const bp_plan *c, int32_t t, double x0, double x1,
+                               uint64_t off);
+
+static void viz_walk_bodies(const bp_graph *g, const bp_plan *p, uint64_t base, double x0, double ws, viz_body_visit visit, void *ctx)
+{
+    for (int32_t i = 0; i < p->n_bodies && (size_t)i < g->n_bodies; i++) {
+        const bp__body *b = &g->bodies[i];
+        const bp_plan *c = p->bodies[i];
+        int32_t s = 0, k = 0, n = 0;
+        while (s < p->n_o && p->order[s] != b->op) s++;
+        for (size_t j = 0; j < g->n_bodies; j++)
+            if (g->bodies[j].op == b->op) { if ((int32_t)j < i) k++; n++; }
+        double cw = ws / (n ? n : 1), cx = x0 + s * ws + k * cw, nb = c->n_o ? c->n_o : 1;
+        uint64_t cb = base + p->body_base[i];
+        for (int32_t t = 0; t < c->n_t; t++)
+            if (viz_drawn(c, t)) visit(ctx, g, b, c, t, cx + c->tp[t].first / nb * cw, cx + (c->tp[t].last + 1) / nb * cw, cb + c->tp[t].offset);
+        viz_walk_bodies(b->g, c, cb, cx, cw / nb, visit, ctx);
+    }
+}
+
+/* For the page: [x0, x1, offset, bytes, name] per body tensor (reservations
+ * of nested bodies left out: what they hold is drawn). */
+typedef struct viz_jb { FILE *f; bool first; } viz_jb;
+
+static void viz_json_body(void *ctx, const bp_graph *g, const bp__body *b, const bp_plan *c, int32_t t, double x0, double x1, uint64_t off)
+{
+    (void)g;
+    viz_jb *j = ctx;
+    if (viz_reserve(b->g, t)) return;
+    fputs(j->first ? "[" : ",[", j->f);
+    j->first = false;
+    viz_num(j->f, x0);
+    fputc(',', j->f);
+    viz_num(j->f, x1);
+    fprintf(j->f, ",%llu,%llu,", (unsigned long long)off, (unsigned long long)c->tp[t].bytes);
+    bp__viz_json_str(j->f, bp__names_get(&b->g->tnames, t));
+    fputc(']', j->f);
+}
+
 static bp_status viz_json_plan(FILE *f, const bp_graph *g, const bp_plan *p, const char *label, bp__progress *pr, bp_error *err)
 {
     const bp_allocator *a = &g->alloc;
@@ -702,6 +755,19 @@ static bp_status viz_json_plan(FILE *f, const bp_graph *g, const bp_plan *p, con
             if ((t & 4095) == 0) bp__progress_update(pr, -1, "writing %s", label);
         }
     }
+    fputs("],\n\"resv\":[", f);   /* positions (in the arrays above) of reservations: outlined */
+    {
+        bool rf = true;
+        size_t pos = 0;
+        for (size_t t = 0; t < nt; t++) {
+            if (!viz_drawn(p, (int32_t)t)) continue;
+            if (viz_reserve(g, (int32_t)t)) { fprintf(f, "%s%zu", rf ? "" : ",", pos); rf = false; }
+            pos++;
+        }
+    }
+    fputs("],\n\"bodies\":[", f);
+    viz_jb jb = {f, true};
+    viz_walk_bodies(g, p, 0, 0, 1, viz_json_body, &jb);
     fputs("]}", f);
     bp__free(a, step_of, (no ? no : 1) * sizeof *step_of);
     return BP_OK;
@@ -911,49 +977,24 @@ static int viz_color(const bp_graph *g, const bp_plan *p, int32_t t, bp_viz_colo
     return op >= 0 ? g->o[op].type % 20 : 19;
 }
 
-/* The tensors planned inside the bodies of control-flow ops, drawn in their
- * op's column: x0, ws are where step 0 of plan p starts and one step's width,
- * base is p's arena offset in the outer arena; an op's k-th of n bodies gets
- * the k-th n-th of its column (an If's branches side by side), and bodies
- * inside bodies nest the same way. */
-/* Whether t is the reservation of a control-flow op's bodies (drawn as a
- * dashed outline, so what the bodies hold shows through). */
-static bool viz_reserve(const bp_graph *g, int32_t t)
-{
-    for (size_t i = 0; i < g->n_bodies; i++) if (g->bodies[i].reserve == t) return true;
-    return false;
-}
+/* For the SVG: one <rect class="body"> per body tensor, reservations of
+ * nested bodies as dashed outlines. */
+typedef struct viz_frame { FILE *f; double L, pw, steps, top, TH, ymax; bp_viz_color color; char *b1; size_t cap; } viz_frame;
 
-typedef struct viz_frame { double top, TH, ymax; bp_viz_color color; char *b1; size_t cap; } viz_frame;
-
-static void viz_svg_bodies(FILE *f, const bp_graph *g, const bp_plan *p, uint64_t base, double x0, double ws, const viz_frame *fr)
+static void viz_svg_body(void *ctx, const bp_graph *g, const bp__body *b, const bp_plan *c, int32_t t, double x0, double x1, uint64_t off)
 {
-    for (int32_t i = 0; i < p->n_bodies && (size_t)i < g->n_bodies; i++) {
-        const bp__body *b = &g->bodies[i];
-        const bp_plan *c = p->bodies[i];
-        int32_t s = 0, k = 0, n = 0;
-        while (s < p->n_o && p->order[s] != b->op) s++;
-        for (size_t j = 0; j < g->n_bodies; j++)
-            if (g->bodies[j].op == b->op) { if ((int32_t)j < i) k++; n++; }
-        double cw = ws / (n ? n : 1), cx = x0 + s * ws + k * cw, nb = c->n_o ? c->n_o : 1;
-        uint64_t cb = base + p->body_base[i];
-        for (int32_t t = 0; t < c->n_t; t++) {
-            const bp_tensor_plan *tp = &c->tp[t];
-            if (!viz_drawn(c, t)) continue;
-            double x = cx + tp->first / nb * cw, w = (tp->last + 1 - tp->first) / nb * cw;
-            double h = (double)tp->bytes / fr->ymax * fr->TH, y = fr->top + fr->TH - ((double)(cb + tp->offset) + (double)tp->bytes) / fr->ymax * fr->TH;
-            if (h < 0.4) { y -= 0.4 - h; h = 0.4; }
-            fprintf(f, "<rect class=\"body\" x=\"%.3f\" y=\"%.2f\" width=\"%.3f\" height=\"%.2f\" %s%s\"><title>", x, y, w, h,
-                    viz_reserve(b->g, t) ? "fill=\"none\" stroke-dasharray=\"3 2\" stroke=\"" : "fill=\"",
-                    viz_pal[viz_color(b->g, c, t, fr->color)]);
-            bp__viz_xml_str(f, bp__names_get(&b->g->tnames, t));
-            fprintf(f, " (%s body of ", bp_body_kind_name(b->kind));
-            bp__viz_xml_str(f, bp__names_get(&g->onames, b->op));
-            fprintf(f, "): %s, body steps %d..%d, offset %llu</title></rect>\n", bp__viz_fmt_bytes(tp->bytes, fr->b1, fr->cap), tp->first,
-                    tp->last, (unsigned long long)(cb + tp->offset));
-        }
-        viz_svg_bodies(f, b->g, c, cb, cx, cw / nb, fr);
-    }
+    const viz_frame *fr = ctx;
+    const bp_tensor_plan *tp = &c->tp[t];
+    double x = fr->L + x0 / fr->steps * fr->pw, w = (x1 - x0) / fr->steps * fr->pw;
+    double h = (double)tp->bytes / fr->ymax * fr->TH, y = fr->top + fr->TH - ((double)off + (double)tp->bytes) / fr->ymax * fr->TH;
+    if (h < 0.4) { y -= 0.4 - h; h = 0.4; }
+    fprintf(fr->f, "<rect class=\"body\" x=\"%.3f\" y=\"%.2f\" width=\"%.3f\" height=\"%.2f\" %s%s\"><title>", x, y, w, h,
+            viz_reserve(b->g, t) ? "fill=\"none\" stroke-dasharray=\"3 2\" stroke=\"" : "fill=\"", viz_pal[viz_color(b->g, c, t, fr->color)]);
+    bp__viz_xml_str(fr->f, bp__names_get(&b->g->tnames, t));
+    fprintf(fr->f, " (%s body of ", bp_body_kind_name(b->kind));
+    bp__viz_xml_str(fr->f, bp__names_get(&g->onames, b->op));
+    fprintf(fr->f, "): %s, body steps %d..%d, offset %llu</title></rect>\n", bp__viz_fmt_bytes(tp->bytes, fr->b1, fr->cap), tp->first,
+            tp->last, (unsigned long long)off);
 }
 
 bp_status bp_viz_write_svg_file(const bp_graph *g, const bp_plan *p, const bp_viz_options *o, FILE *f, bp_error *err)
@@ -1073,8 +1114,8 @@ bp_status bp_viz_write_svg_file(const bp_graph *g, const bp_plan *p, const bp_vi
             if ((t & 4095) == 0) bp__progress_update(&pr, (pass + (double)t / (double)(nt ? nt : 1)) / 2, "drawing");
         }
     }
-    viz_frame fr = {top, TH, ymax, o->color, b1, sizeof b1};
-    viz_svg_bodies(f, g, p, 0, L, pw / steps, &fr);
+    viz_frame fr = {f, L, pw, steps, top, TH, ymax, o->color, b1, sizeof b1};
+    viz_walk_bodies(g, p, 0, 0, 1, viz_svg_body, &fr);
     fputs("</g>\n", f);
 
     /* live bytes: a step curve, one column per pixel when steps outnumber them */

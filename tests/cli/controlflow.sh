@@ -68,6 +68,12 @@ def strip(d):
     for x in d.get('bodies', []): strip(x['plan'])
     return d
 sys.exit(strip(a) != strip(b))" "$tmp/c1.json" "$tmp/c2.json" || bad "silero: the cached plan differs from the one planned"
+  # viz draws the tensors inside the bodies
+  "$CLI" viz "$SILERO" "${S[@]}" -o "$tmp/sil.svg" >/dev/null 2>&1 || bad "silero: viz failed"
+  nb=$(grep -c '<rect class="body"' "$tmp/sil.svg")
+  [ "$nb" -gt 100 ] || bad "silero: the SVG draws $nb body tensors"
+  "$CLI" viz "$SILERO" "${S[@]}" -o "$tmp/sil.html" >/dev/null 2>&1 || bad "silero: viz html failed"
+  grep -q '"bodies":\[\[' "$tmp/sil.html" || bad "silero: the page has no body tensors"
   # without shapes: unbound symbols are refused, not planned as zero
   expect_msg 2 "unbound" "$CLI" plan "$SILERO"
 else
