@@ -33,7 +33,7 @@ bp_status bp__exec_cf_setup(bp_exec *ex, const bp__exec_cf_vt *vt, bp_error *err
     ex->is_cf = bp__calloc(&ex->a, ex->no ? (size_t)ex->no : 1, 1);
     if (!ex->child || !ex->slot_off || !ex->is_cf) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
     ex->n_child = (int32_t)n;
-    if (ex->o.mode != BP_EXEC_SAFE && ex->plan->n_bodies != (int32_t)n)
+    if (ex->plan->n_bodies != (int32_t)n)
         return bp__err(err, BP_ERR_USAGE, "%s: the plan has no plans for the graph's %zu bodies", g->name, n);
     bp_exec_options o = ex->o;
     o.threads = 1;
@@ -49,7 +49,8 @@ bp_status bp__exec_cf_setup(bp_exec *ex, const bp__exec_cf_vt *vt, bp_error *err
         bp_status s = bp__body_slots(g, b, ex->plan->alignment, ex->slot_off[i], &slots, err);
         const bp_plan *bp = bp_plan_body(ex->plan, (int32_t)i);
         void *at = ex->arena_base && bp ? (char *)ex->arena_base + ex->plan->body_base[i] : NULL;
-        if (!s) s = vt->new_in(b->g, ex->o.mode == BP_EXEC_PLANNED ? bp : NULL, &o, at, &ex->child[i], err);
+        /* the body's plan in every mode (safe and dynamic runs take its order) */
+        if (!s) s = vt->new_in(b->g, bp, &o, ex->o.mode == BP_EXEC_PLANNED ? at : NULL, &ex->child[i], err);
         if (s) return s;
     }
     return BP_OK;
