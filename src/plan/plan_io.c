@@ -156,22 +156,41 @@ static void pj_csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* The events of plan p (of graph g) from id *id on; a body's (prefix not
+ * NULL) follow its op's EXEC, their op names prefixed "OP/KIND/" and their
+ * offsets counted from the outer arena (base). */
+static void pj_csv_events(const bp_plan *p, const bp_graph *g, FILE *f, const char *prefix, uint64_t base, size_t *id)
+{
+    for (size_t i = 0; i < p->n_ev; i++) {
+        const bp_event *e = &p->ev[i];
+        fprintf(f, "%zu,%s,", ++*id, pj_ev_names[e->type]);
+        if (e->tensor >= 0) pj_csv_field(f, bp__names_get(&g->tnames, e->tensor));
+        fprintf(f, ",%" PRId32 ",", prefix ? -1 : e->buffer);
+        if (e->offset != BP_NO_OFFSET) fprintf(f, "%" PRIu64, base + e->offset);
+        fputc(',', f);
+        char name[1024];
+        snprintf(name, sizeof name, "%s%s", prefix ? prefix : "", bp__names_get(&g->onames, e->op));
+        pj_csv_field(f, name);
+        fputc('\n', f);
+        for (int32_t b = 0; e->type == BP_EV_EXEC && b < p->n_bodies && (size_t)b < g->n_bodies; b++) {
+            if (g->bodies[b].op != e->op) continue;
+            char pre[1100];
+            snprintf(pre, sizeof pre, "%.1000s/%s/", name, bp_body_kind_name(g->bodies[b].kind));
+            pj_csv_events(p->bodies[b], g->bodies[b].g, f, pre, base + p->body_base[b], id);
+        }
+    }
+}
+
 bp_status bp_plan_write_events_csv_file(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err)
 {
     bp_status s = pj_check_ids(p, g, err);
     if (s) return s;
     if (!f) return bp__err(err, BP_ERR_USAGE, "%s: plan writer: NULL file", g->name);
+    if ((size_t)p->n_bodies != g->n_bodies)
+        return bp__err(err, BP_ERR_USAGE, "%s: the plan has %d body plans, the graph %zu bodies", g->name, (int)p->n_bodies, g->n_bodies);
     fputs("event_id,event_type,tensor_name,buffer_index,offset,op_id\n", f);
-    for (size_t i = 0; i < p->n_ev; i++) {
-        const bp_event *e = &p->ev[i];
-        fprintf(f, "%zu,%s,", i + 1, pj_ev_names[e->type]);
-        if (e->tensor >= 0) pj_csv_field(f, bp__names_get(&g->tnames, e->tensor));
-        fprintf(f, ",%" PRId32 ",", e->buffer);
-        if (e->offset != BP_NO_OFFSET) fprintf(f, "%" PRIu64, e->offset);
-        fputc(',', f);
-        pj_csv_field(f, bp__names_get(&g->onames, e->op));
-        fputc('\n', f);
-    }
+    size_t id = 0;
+    pj_csv_events(p, g, f, NULL, 0, &id);
     if (ferror(f)) return bp__err(err, BP_ERR_IO, "%s: write error", g->name);
     return BP_OK;
 }

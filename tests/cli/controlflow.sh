@@ -149,6 +149,20 @@ assert b["base"] == r["offset"] + 3 * 256, (b["base"], r["offset"])
 assert r["bytes"] >= 3 * 256 + b["plan"]["arena_bytes"]
 PYEOF
 "$CLI" verify "$tmp/loopif.onnx" "$tmp/loopif.json" >/dev/null 2>&1 || bad "loopif: the plan does not verify"
+# the events CSV lists each body's events after its op's EXEC, offsets in the outer arena
+"$CLI" plan "$tmp/loopif.onnx" --format csv -o "$tmp/loopif.csv" >/dev/null 2>&1 || bad "loopif: csv failed"
+python3 - "$tmp/loopif.csv" "$tmp/loopif.json" <<'PYEOF' || bad "loopif: body events in the CSV"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+d = json.load(open(sys.argv[2]))
+body = [r for r in rows if "/loop/" in r["op_id"]]
+assert len(body) == len(d["bodies"][0]["plan"]["events"]) + sum(len(b["plan"]["events"]) for b in d["bodies"][0]["plan"].get("bodies", [])), len(body)
+loop_exec = next(i for i, r in enumerate(rows) if r["event_type"] == "EXEC" and r["op_id"] == d["bodies"][0]["op"])
+assert rows[loop_exec + 1]["op_id"].startswith(d["bodies"][0]["op"] + "/loop/")
+base = d["bodies"][0]["base"]
+for r in body:
+    if r["offset"]: assert int(r["offset"]) >= base, r
+PYEOF
 for th in 1 2; do
   expect_msg 0 "bodies of control flow included" "$CLI" run "$tmp/loopif.onnx" --verify --threads $th
 done
