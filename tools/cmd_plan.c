@@ -29,6 +29,17 @@ static void plan_usage(FILE *f)
 
 /* The short report. */
 /* load_ms >= 0: the plan came from the cache, loaded in that time. */
+/* Dynamic tensors inside the bodies of p, at every depth. */
+static int32_t body_dynamic(const bp_plan *p)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < bp_plan_n_bodies(p); i++) {
+        const bp_plan *c = bp_plan_body(p, i);
+        n += bp_plan_get_stats(c)->n_dynamic + body_dynamic(c);
+    }
+    return n;
+}
+
 static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verified, int threads, double load_ms)
 {
     const bp_plan_stats *st = bp_plan_get_stats(p);
@@ -52,9 +63,13 @@ static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verif
             ps, ps >= 0 && ps < bp_plan_n_steps(p) ? bp_graph_op_name(g, bp_plan_schedule(p)[ps]) : "-");
     if (st->alias_saved_bytes) fprintf(f, "  aliasing saved %s (planned views and in-place outputs)\n", cli_fmt_bytes(st->alias_saved_bytes, b1, sizeof b1));
     if (st->n_dynamic) fprintf(f, "  dynamic      %d tensors kept out of the arena\n", st->n_dynamic);
-    if (st->n_control_flow)
-        fprintf(f, "  control flow %d ops with bodies (If, Loop, Scan; nested included), %d tensors planned inside them\n",
-                st->n_control_flow, st->n_body_planned);
+    if (st->n_control_flow) {
+        int32_t body_dyn = body_dynamic(p);
+        fprintf(f, "  control flow %d ops with bodies (If, Loop, Scan; nested included), %d tensors planned inside them", st->n_control_flow,
+                st->n_body_planned);
+        if (body_dyn) fprintf(f, ", %d dynamic (not planned)", body_dyn);
+        fputc('\n', f);
+    }
     fprintf(f, "  makespan     %.4g cost units (the ops' costs: the graph's, else estimated microseconds) on %d worker(s)%s\n", st->makespan, threads,
             st->sched_optimal ? "; schedule proven optimal" : "");
     if (load_ms >= 0)
