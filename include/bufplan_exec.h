@@ -94,10 +94,14 @@ BP_API bp_status bp_exec_new(const bp_graph *g, const bp_plan *plan, const bp_ex
 BP_API void bp_exec_free(bp_exec *ex);
 
 /* Kernels: one for every op, and optionally one per op type (which wins).
- * Without any, ops run the empty kernel. */
+ * An op left with neither makes bp_exec_run fail, naming the op and its type
+ * (control-flow ops excepted: the executor runs their bodies).  To run ops
+ * without computing anything, set bp_exec_noop_kernel as the default. */
 BP_API void bp_exec_set_kernel(bp_exec *ex, bp_kernel_fn fn, void *user);
 BP_API bp_status bp_exec_set_type_kernel(bp_exec *ex, const char *op_type, bp_kernel_fn fn, void *user,
                                          bp_error *err);
+/* A kernel that does nothing (returns 0): for runs that only exercise memory. */
+BP_API int bp_exec_noop_kernel(void *user, const bp_exec_call *call, bp_error *err);
 
 /* Copies bytes into an external tensor (an input, a weight): at most its
  * size; the rest is zero.  Graph inputs planned in the arena (plan_inputs)

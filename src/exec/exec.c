@@ -41,7 +41,7 @@ static void *ex_alloc(bp_exec *ex, size_t n)
 }
 #define EX_ARR(ex, ptr, count) ((ptr) = ex_alloc((ex), (size_t)(count) * sizeof *(ptr)))
 
-static int ex_empty_kernel(void *user, const bp_exec_call *c, bp_error *err)
+int bp_exec_noop_kernel(void *user, const bp_exec_call *c, bp_error *err)
 {
     (void)user; (void)c; (void)err;
     return 0;
@@ -150,9 +150,11 @@ static void ex_release_all(bp_exec *ex)
 
 /* ------------------------------------------------------------ one op */
 
-static void ex_resolve_kernels(bp_exec *ex)
+/* Each op's kernel: its type's, else the default; an op with neither (and
+ * no bodies: control flow runs in control.c) is an error naming its type. */
+static bp_status ex_resolve_kernels(bp_exec *ex, bp_error *err)
 {
-    if (!ex->kdirty) return;
+    if (!ex->kdirty) return BP_OK;
     for (int32_t op = 0; op < ex->no; op++) {
         int32_t ty = ex->g->o[op].type;
         if (ex->type_fn && ty >= 0 && (size_t)ty < ex->n_types && ex->type_fn[ty]) {
@@ -161,12 +163,16 @@ static void ex_resolve_kernels(bp_exec *ex)
         } else if (ex->def_fn) {
             ex->kfn[op] = ex->def_fn;
             ex->kuser[op] = ex->def_user;
-        } else {
-            ex->kfn[op] = ex_empty_kernel;
+        } else if (ex->is_cf && ex->is_cf[op]) {
+            ex->kfn[op] = bp_exec_noop_kernel;   /* never called */
             ex->kuser[op] = NULL;
+        } else {
+            return bp__err(err, BP_ERR_USAGE, "%s: op \"%s\" of type \"%s\" has no kernel (set one with bp_exec_set_type_kernel, or a default for every op with bp_exec_set_kernel; bp_exec_noop_kernel does nothing)",
+                           ex->g->name, bp__names_get(&ex->g->onames, op), bp__names_get(&ex->g->types, ty));
         }
     }
     ex->kdirty = false;
+    return BP_OK;
 }
 
 static bp_status ex_op(bp_exec *ex, int32_t op, int thr, bp__exec_local *L, bp_error *err)
@@ -335,7 +341,8 @@ bp_status bp_exec_run(bp_exec *ex, bp_exec_run_stats *st, bp_error *err)
     if (st) memset(st, 0, sizeof *st);
     if (!ex) return bp__err(err, BP_ERR_USAGE, "exec: run: NULL executor");
     ex_release_all(ex);
-    ex_resolve_kernels(ex);
+    bp_status ks = ex_resolve_kernels(ex, err);
+    if (ks) return ks;
     atomic_store(&ex->cur_bytes, 0);
     atomic_store(&ex->peak_bytes, 0);
     atomic_store(&ex->tick, 0);

@@ -250,8 +250,17 @@ static void test_registry_and_repeat(void)
     CHECK_OK(bp_exec_new(g, p, NULL, &ex, &e), e);
     if (!ex) { bp_plan_free(p); bp_graph_free(g); return; }
     reg_ctx rc = {0, 0, "Conv", 0};
-    bp_exec_set_kernel(ex, k_default, &rc);
+    /* strict: an op type with no kernel (and no default) fails the run, naming the type */
     CHECK_OK(bp_exec_set_type_kernel(ex, "Conv", k_type, &rc, &e), e);
+    CHECK_OK(bp_digest_fill_inputs(ex, 1, &e), e);
+    CHECK(bp_exec_run(ex, NULL, &e) == BP_ERR_USAGE && strstr(e.msg, "of type \"") && strstr(e.msg, "has no kernel") &&
+          !strstr(e.msg, "type \"Conv\""));
+    CHECK(rc.calls_type == 0);   /* nothing ran */
+    /* the no-op default lets it run */
+    bp_exec_set_kernel(ex, bp_exec_noop_kernel, NULL);
+    CHECK_OK(bp_exec_run(ex, NULL, &e), e);
+    rc.calls_type = 0;
+    bp_exec_set_kernel(ex, k_default, &rc);
     CHECK(bp_exec_set_type_kernel(ex, "NoSuchType", k_type, &rc, &e) == BP_ERR_USAGE && strstr(e.msg, "NoSuchType"));
     CHECK_OK(bp_digest_fill_inputs(ex, 1, &e), e);
     int n_conv = 0;
