@@ -41,5 +41,13 @@ if [ -n "$data" ] && [ -f "$data/onnx/onnx-backend-light/light_bvlc_alexnet.onnx
   vg verify "$data/onnx/onnx-backend-light/light_bvlc_alexnet.onnx" "$work/a.json"
 fi
 [ -n "$data" ] && [ -f "$data/minimalloc/examples/input.12.csv" ] && vg pack "$data/minimalloc/examples/input.12.csv"
+if [ -n "$data" ] && [ -f "$data/controlflow/silero_vad_v5.onnx" ]; then   # control flow: nested plans, cache, body executors
+  sil=(--shape input=1x512 --shape state=2x1x128)
+  vg plan "$data/controlflow/silero_vad_v5.onnx" "${sil[@]}" -o "$work/s.json"
+  vg verify "$data/controlflow/silero_vad_v5.onnx" "$work/s.json" "${sil[@]}"
+  vg plan "$data/controlflow/silero_vad_v5.onnx" "${sil[@]}" --cache "$work/cache"
+  vg plan "$data/controlflow/silero_vad_v5.onnx" "${sil[@]}" --cache "$work/cache"
+  vg run "$data/controlflow/silero_vad_v5.onnx" "${sil[@]}" --threads 2 --verify
+fi
 echo "valgrind.sh: $runs invocations, $failed with memcheck errors"
 [ $failed = 0 ]
