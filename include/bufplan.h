@@ -131,6 +131,20 @@ BP_API bp_status bp_graph_add_tensor_shape(bp_graph *g, const char *name, bp_dty
                                            int rank, const int64_t *dims,
                                            const char *const *syms, int32_t *id_out,
                                            bp_error *err);
+/* Views and in-place writes by default.  Output 0 of an op of a view type
+ * shares the storage of its input 0 (ONNX Reshape, Flatten, Squeeze,
+ * Unsqueeze, Identity, Dropout; aten.view, _unsafe_view, _reshape_alias,
+ * as_strided, reshape, t, transpose, permute, expand, squeeze, unsqueeze,
+ * slice, select, alias, detach).  The output of an element-wise op may be
+ * written over an input of the same size that dies at that op: ONNX Add,
+ * Sub, Mul, Div, Pow, Relu, LeakyRelu, PRelu, Sigmoid, HardSigmoid,
+ * HardSwish, Tanh, Clip, Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal,
+ * BatchNormalization, Sum, Min, Max, Mean, Elu, Selu, Softplus, Gelu, Silu,
+ * Cast, Not, Sin, Cos, Floor, Ceil, Round, Sign, Mish; aten.relu, add, mul,
+ * sub, div, sigmoid, tanh, gelu, silu, hardswish, hardsigmoid, clamp, neg,
+ * exp, threshold_backward.  bp_graph_set_view and
+ * bp_graph_set_inplace add more; bp_plan_options.no_alias (--no-alias)
+ * turns all of it off, every tensor then its own storage. */
 /* Declares that `tensor` shares the storage of `source` (a view). */
 BP_API bp_status bp_graph_set_view(bp_graph *g, int32_t tensor, int32_t source, bp_error *err);
 /* Adds an op.  Each output must not already have a producer; an op may not
