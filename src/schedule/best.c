@@ -33,8 +33,9 @@
  * The search is bounded by a work count derived from opts->time_limit
  * (calibrated at about 2e8 units per second; a greedy run over V ops with E
  * touches costs 60 (V + E)); with the default limit, also by a budget
- * that grows with the graph (0.5 s plus 1,024 greedy runs' worth).  So on a machine at least that fast the result
- * is the same for the same seed and limit.  On a slower or busy one the
+ * that grows with the graph (0.5 s plus 1,024 greedy runs' worth).  So on
+ * a machine at least that fast the result is the same for the same seed
+ * and limit.  On a slower or busy one the
  * clock stops it at the limit (checked inside every search stage), and
  * the order found so far is returned, not proven.  The portfolio always
  * runs (it is what makes best never worse than a baseline).
