@@ -312,6 +312,7 @@ int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_
     d.n = 1;
     bool truncated = false;
     size_t lo = 0, hi = 1;
+    uint32_t tick = 0; /* states expanded, for the clock */
     for (int32_t L = 0; L < ng; L++) {
         for (size_t i = 0; i < d.hcap; i++) d.hash[i] = -1;
         for (size_t si = lo; si < hi; si++) {
@@ -368,7 +369,7 @@ int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_
                 }
             }
             /* out of work, or of time (the clock read every 64 states) */
-            bool late = deadline > 0 && ((si - lo) & 63) == 63 && bp__sched_late(deadline);
+            bool late = deadline > 0 && (++tick & 63) == 0 && bp__sched_late(deadline);
             if ((work_limit && *work > work_limit) || late) { ret = 0; truncated = true; goto done; }
         }
         if (d.n == hi) { ret = 0; goto done; } /* nothing below the bound */
