@@ -71,7 +71,7 @@ static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verif
         fputc('\n', f);
     }
     fprintf(f, "  makespan     %.4g cost units (the ops' costs: the graph's, else estimated microseconds) on %d worker(s)%s\n", st->makespan, threads,
-            st->sched_optimal ? "; schedule proven optimal" : "");
+            st->sched_optimal ? "; schedule proven optimal" : bp_plan_sched(p) >= BP_SCHED_BEST ? "; schedule not proven optimal" : "");
     if (load_ms >= 0)
         fprintf(f, "  plan time    loaded from the cache in %.3f ms; planned originally in %.3f ms (schedule %.3f, assign %.3f)%s\n",
                 load_ms, st->plan_seconds * 1e3, st->schedule_seconds * 1e3, st->assign_seconds * 1e3, verified ? "; verified" : "");

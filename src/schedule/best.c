@@ -28,12 +28,17 @@
  * Lower bound: the static one of the sgraph, or, for graphs of up to 4,096
  * ops, the bytes that must be live at some op's step in every order (see
  * best_forced_lb); the search stops when the peak reaches it (optimal).
+ * The portfolio stops as soon as an order reaches the bound at a single
+ * step (nothing can replace it), and best with it: its answer is proven.
  * The search is bounded by a work count derived from opts->time_limit
  * (calibrated at about 2e8 units per second; a greedy run over V ops with E
- * touches costs 60 (V + E)), not by the clock, so the result is the same for
- * the same seed and limit.  A wall-clock stop at twice the limit is only a
- * safety net for machines much slower than the calibration.  The portfolio
- * always runs in full (it is what makes best never worse than a baseline).
+ * touches costs 60 (V + E)); with the default limit, also by a budget
+ * that grows with the graph (0.5 s plus 1,024 greedy runs' worth).  So on
+ * a machine at least that fast the result is the same for the same seed
+ * and limit.  On a slower or busy one the
+ * clock stops it at the limit (checked inside every search stage), and
+ * the order found so far is returned, not proven.  The portfolio always
+ * runs (it is what makes best never worse than a baseline).
  */
 #include "schedule/schedule_internal.h"
 
@@ -41,6 +46,14 @@
 #include <string.h>
 
 #define BP_WORK_PER_SECOND 2e8
+/* With the default time limit (bp_plan_options_init's 10 s) best's budget is
+ * also at most twice the decomposition's floor (DECOMP_MIN_WORK) plus this
+ * many greedy runs' worth of work: it grows with the graph.  Large enough
+ * that no stage on the benchmark and golden graphs gets less than it did
+ * under the plain 10 s (their searches end by themselves within about 1,900
+ * runs, mostly the floor; docs/BENCHMARKS.md). */
+#define BP_DEFAULT_TIME_LIMIT 10.0
+#define BP_DEFAULT_RUNS 1024
 
 /* ------------------------------------------------------------- portfolio */
 
@@ -71,8 +84,29 @@ static bool best_consider(best_ctx *b, const int32_t *order, const char *name)
 /* Work units of one greedy run (calibrated: ~2e8 units per second). */
 static uint64_t run_cost(const bp__sgraph *sg) { return ((uint64_t)sg->n + (uint64_t)sg->to_off[sg->n]) * 60 + 64; }
 
+static uint64_t best_forced_lb(const bp__sgraph *sg, uint64_t *work);
+
+/* Candidate k (0..8) of the portfolio into cand; *nm gets its name. */
+static bp_status portfolio_run(const bp__sgraph *sg, const bp_plan_options *o, const double *cost, int k, int32_t *cand,
+                               const char **nm, bp_error *e)
+{
+    static const double weights[][2] = {{0, 0}, {1.0, 0.0}, {0.5, 0.5}, {0.9, 0.1}};
+    switch (k) {
+    case 0: *nm = "given"; return bp__sched_given(sg->g, cand, e);
+    case 1: *nm = "kahn"; return bp__sched_kahn(sg->g, cand, e);
+    case 2: *nm = "dfs"; return bp__sched_dfs(sg, 0, cand, e);
+    case 3: *nm = "list"; return bp__sched_list(sg, 0, cand, e);
+    case 4: *nm = "lpmf"; return bp__sched_lpmf(sg, 0, cand, e);
+    default: {
+        double al = k == 5 ? o->alpha : weights[k - 5][0], be = k == 5 ? o->beta : weights[k - 5][1];
+        *nm = "seed";
+        return bp__sched_seed(sg, cost, al, be, 0, cand, e);
+    }
+    }
+}
+
 uint64_t bp__sched_portfolio(const bp__sgraph *sg, bp__eval *ev, const bp_plan_options *o, const double *cost,
-                             int32_t *order, const char **name, uint64_t *work, bp_error *err)
+                             int32_t *order, const char **name, uint64_t *work, uint64_t *bound, bp_error *err)
 {
     const bp_allocator *a = &sg->g->alloc;
     size_t n1 = (size_t)sg->n + 1;
@@ -85,30 +119,28 @@ uint64_t bp__sched_portfolio(const bp__sgraph *sg, bp__eval *ev, const bp_plan_o
         return UINT64_MAX;
     }
     best_ctx b = {sg, ev, prof, order, 0, 0, NULL};
-    static const double weights[][2] = {{0, 0}, {1.0, 0.0}, {0.5, 0.5}, {0.9, 0.1}};
+    uint64_t lb = sg->lb, w0 = 0;
+    if (!work) work = &w0;
     bp_status st = BP_OK;
     for (int k = 0; k < 9 && st != BP_ERR_NOMEM; k++) {
         bp_error e;
         const char *nm = NULL;
-        switch (k) {
-        case 0: st = bp__sched_given(sg->g, cand, &e); nm = "given"; break;
-        case 1: st = bp__sched_kahn(sg->g, cand, &e); nm = "kahn"; break;
-        case 2: st = bp__sched_dfs(sg, 0, cand, &e); nm = "dfs"; break;
-        case 3: st = bp__sched_list(sg, 0, cand, &e); nm = "list"; break;
-        case 4: st = bp__sched_lpmf(sg, 0, cand, &e); nm = "lpmf"; break;
-        default: {
-            double al = k == 5 ? o->alpha : weights[k - 5][0], be = k == 5 ? o->beta : weights[k - 5][1];
-            st = bp__sched_seed(sg, cost, al, be, 0, cand, &e);
-            nm = "seed";
-        }
-        }
-        if (work) *work += run_cost(sg);
+        st = portfolio_run(sg, o, cost, k, cand, &nm, &e);
+        *work += run_cost(sg);
         if (st == BP_ERR_NOMEM && err) *err = e;
-        if (st) continue;
-        best_consider(&b, cand, nm);
+        if (!st) best_consider(&b, cand, nm);
+        if (!bound) continue;
+        /* at the bound at one step: no later order can replace it */
+        if (b.name && b.peak <= lb && b.npk == 1) break;
+        if (k == 0) {
+            uint64_t f = best_forced_lb(sg, work);
+            if (f > lb) lb = f;
+            if (b.name && b.peak <= lb && b.npk == 1) break;
+        }
     }
     bp__free(a, cand, n1 * sizeof *cand);
     bp__free(a, prof, n1 * sizeof *prof);
+    if (bound) *bound = lb;
     if (!b.name) {
         if (st != BP_ERR_NOMEM) bp__err(err, BP_ERR_INVALID, "%s: the graph has a cycle", sg->g->name);
         return UINT64_MAX;
@@ -219,6 +251,15 @@ out:
 /* the decomposition's least work allowance (about 0.25 s) */
 #define DECOMP_MIN_WORK ((uint64_t)(BP_WORK_PER_SECOND / 4))
 
+/* The default budget: 2 DECOMP_MIN_WORK + BP_DEFAULT_RUNS greedy runs, at
+ * most the time limit's work. */
+static uint64_t best_default_budget(const bp__sgraph *sg, uint64_t limit)
+{
+    uint64_t rc = run_cost(sg);
+    if (limit <= 2 * DECOMP_MIN_WORK || rc > (limit - 2 * DECOMP_MIN_WORK) / BP_DEFAULT_RUNS) return limit;
+    return 2 * DECOMP_MIN_WORK + rc * BP_DEFAULT_RUNS;
+}
+
 /* 4 and 5: window search, then local search, from the best order so far
  * (b->best); b, *work, *optimal and *states are updated. */
 static bp_status best_refine(bp__sched_env *env, best_ctx *b, int32_t *cand, int32_t *win, uint64_t *bprof,
@@ -249,7 +290,7 @@ static bp_status best_refine(bp__sched_env *env, best_ctx *b, int32_t *cand, int
                 for (int32_t i = 0; i < lo; i++) bp__sim_run(&env->sim, b->best[i]);
                 work += (uint64_t)lo * 40 + (uint64_t)(n + env->sg.ns) * 4;
                 bp__dp_result r;
-                int ok = bp__sched_dp(&env->sg, &env->sim, b->best + lo, w, b->peak + 1, wcap[wi], &work, 0, win, &r);
+                int ok = bp__sched_dp(&env->sg, &env->sim, b->best + lo, w, b->peak + 1, wcap[wi], &work, 0, deadline, win, &r);
                 states += r.states;
                 if (ok < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the window search", g->name); return st; }
                 if (ok != 1) continue;
@@ -269,7 +310,7 @@ static bp_status best_refine(bp__sched_env *env, best_ctx *b, int32_t *cand, int
     if (!optimal && work < limit && bp__now() < deadline) {
         memcpy(cand, b->best, (size_t)n * sizeof *cand);
         uint64_t lim = work + (limit - work) / 2;
-        int lr = bp__sched_local(&env->sg, &env->ev, cand, &work, lim);
+        int lr = bp__sched_local(&env->sg, &env->ev, cand, &work, lim, deadline);
         if (lr < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the local search", g->name); return st; }
         if (lr > 0) {
             char const *ln = b->name;
@@ -297,16 +338,16 @@ bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *
     if (!cand || !win || !prof || !bprof) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", g->name); goto out; }
     double tl = o->time_limit > 0 ? o->time_limit : 10.0;
     uint64_t limit = (uint64_t)(tl * BP_WORK_PER_SECOND), work = 0;
-    double deadline = bp__now() + 2 * tl; /* safety net only: work runs out first */
+    if (o->time_limit == BP_DEFAULT_TIME_LIMIT) limit = best_default_budget(&env->sg, limit);
+    double deadline = bp__now() + tl; /* the clock stops it where the work count runs slow */
     uint64_t seed = o->seed ? o->seed : 1;
 
-    /* 1. portfolio */
+    /* 1. portfolio, which stops at the lower bound */
     const char *nm = NULL;
-    if (bp__sched_portfolio(&env->sg, &env->ev, o, env->cost, order, &nm, &work, err) == UINT64_MAX) { st = err ? err->status : BP_ERR_INVALID; goto out; }
+    uint64_t flb = 0;
+    if (bp__sched_portfolio(&env->sg, &env->ev, o, env->cost, order, &nm, &work, &flb, err) == UINT64_MAX) { st = err ? err->status : BP_ERR_INVALID; goto out; }
     best_ctx b = {&env->sg, &env->ev, prof, order, 0, 0, NULL};
     best_consider(&b, order, nm);
-    uint64_t flb = best_forced_lb(&env->sg, &work);
-    if (flb < env->sg.lb) flb = env->sg.lb;
     int optimal = b.peak <= flb;
     uint64_t states = 0;
 
@@ -315,7 +356,7 @@ bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *
         bp__dp_result r;
         bp__sim_reset(&env->sim);
         for (int32_t i = 0; i < n; i++) cand[i] = i;
-        int ok = bp__sched_dp(&env->sg, &env->sim, cand, n, b.peak, (size_t)1 << 14, &work, limit / 2, win, &r);
+        int ok = bp__sched_dp(&env->sg, &env->sim, cand, n, b.peak, (size_t)1 << 14, &work, limit / 2, deadline, win, &r);
         states += r.states;
         if (ok < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the exact search", g->name); goto out; }
         if (ok == 1) best_consider(&b, win, "dp");
@@ -361,7 +402,7 @@ bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *
          * planning time should not be dominated by a long shot */
         uint64_t share = (limit - work) / 2, cap = work / 2 > DECOMP_MIN_WORK ? work / 2 : DECOMP_MIN_WORK;
         uint64_t lim = work + (share < cap ? share : cap);
-        int dr = bp__decomp_schedule(&env->sg, &env->sim, &env->ev, b.best, b.peak + 1, 0, cand, &work, lim, &di);
+        int dr = bp__decomp_schedule(&env->sg, &env->sim, &env->ev, b.best, b.peak + 1, 0, cand, &work, lim, deadline, &di);
         if (dr < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the decomposition", g->name); goto out; }
         states += di.states;
         bool better = best_consider(&b, cand, "decomp");

@@ -117,6 +117,7 @@ typedef struct dc {
     dc_rec *r; size_t nr, rcap;
     int logging;
     uint64_t *work, limit, bound;
+    double deadline;          /* bp__now() seconds, 0 = none */
     int32_t exact_max;        /* pieces up to this many ops: exact search */
     uint64_t target;          /* peak of the input order (of this pass) */
     uint64_t *instep;         /* n: memory at each op's step in that order */
@@ -126,6 +127,10 @@ typedef struct dc {
     bp__decomp_info *info;
     bool oom;
 } dc;
+
+/* True when the work is spent or the clock is past the deadline: the
+ * pieces left keep the input's order. */
+static bool dc_out(const dc *d) { return *d->work >= d->limit || bp__sched_late(d->deadline); }
 
 static void dc_flush(dc *d);
 
@@ -240,10 +245,10 @@ static void dc_keep(dc *d, const int32_t *S, int32_t k, bool exact_ctx, int32_t 
  * piece's start state is the same in every order) bounds the optimum. */
 static void dc_exact(dc *d, const int32_t *S, int32_t k, uint64_t bound, bool exact_ctx, int32_t *res)
 {
-    if (*d->work >= d->limit) { dc_keep(d, S, k, exact_ctx, res); return; }
+    if (dc_out(d)) { dc_keep(d, S, k, exact_ctx, res); return; }
     dc_flush(d);
     bp__dp_result r;
-    int ok = bp__sched_dp(d->sg, d->sim, S, k, bound, DC_CAP_EXACT, d->work, d->limit, res, &r);
+    int ok = bp__sched_dp(d->sg, d->sim, S, k, bound, DC_CAP_EXACT, d->work, d->limit, d->deadline, res, &r);
     d->info->states += r.states;
     d->info->dps++;
     if (ok < 0) { d->oom = true; memcpy(res, S, (size_t)k * sizeof *S); return; }
@@ -263,10 +268,11 @@ static int dc_macros(dc *d, const int32_t *tmp, int32_t k, const int32_t *goff, 
                      int32_t *res)
 {
     int ok = 0;
-    if (ng <= DC_MAXG && k <= DC_MAXOPS && *d->work < d->limit) {
+    if (ng <= DC_MAXG && k <= DC_MAXOPS && !dc_out(d)) {
         dc_flush(d);
         bp__dp_result r;
-        ok = bp__sched_dp_groups(d->sg, d->sim, tmp, k, goff, ng, bound, DC_CAP_MACRO, d->work, d->limit, res, &r);
+        ok = bp__sched_dp_groups(d->sg, d->sim, tmp, k, goff, ng, bound, DC_CAP_MACRO, d->work, d->limit, d->deadline,
+                                 res, &r);
         d->info->states += r.states;
         d->info->dps++;
         if (ok < 0) { d->oom = true; ok = 0; }
@@ -607,7 +613,7 @@ static void dc_solve(dc *d, const int32_t *S, int32_t k, int depth, bool exact_c
         dc_keep(d, S, 1, exact_ctx, res);
         return;
     }
-    if (depth >= DC_DEPTH || *d->work >= d->limit) { dc_keep(d, S, k, exact_ctx, res); return; }
+    if (depth >= DC_DEPTH || dc_out(d)) { dc_keep(d, S, k, exact_ctx, res); return; }
     /* Only an order below the input's peak on the piece is worth having;
      * in an exact context, a piece below the whole order's peak cannot
      * lower it.  There the piece starts from the state it has in the input
@@ -702,7 +708,8 @@ out:
 }
 
 int bp__decomp_schedule(const bp__sgraph *sg, bp__sim *sim, bp__eval *ev, const int32_t *in, uint64_t bound,
-                        int32_t exact_max, int32_t *out, uint64_t *work, uint64_t work_limit, bp__decomp_info *info)
+                        int32_t exact_max, int32_t *out, uint64_t *work, uint64_t work_limit, double deadline,
+                        bp__decomp_info *info)
 {
     memset(info, 0, sizeof *info);
     int32_t n = sg->n;
@@ -713,6 +720,7 @@ int bp__decomp_schedule(const bp__sgraph *sg, bp__sim *sim, bp__eval *ev, const 
     d.sim = sim;
     d.work = work;
     d.limit = work_limit;
+    d.deadline = deadline;
     d.bound = bound;
     d.exact_max = exact_max > 0 ? exact_max : DC_EXACT;
     d.info = info;
@@ -752,7 +760,7 @@ int bp__decomp_schedule(const bp__sgraph *sg, bp__sim *sim, bp__eval *ev, const 
         dc_solve(&d, cur, n, 0, true, out);
         info->peak = sim->peak > d.pend_peak ? sim->peak : d.pend_peak;
         info->proven = sg->dp_exact && !d.oom && info->peak <= d.lb;
-        if (info->proven || info->peak >= d.target || *work >= work_limit) break;
+        if (info->proven || info->peak >= d.target || dc_out(&d)) break;
         memcpy(cur, out, (size_t)n * sizeof *out);
     }
     bp__free(d.a, d.loc, ((size_t)n + 1) * sizeof *d.loc);

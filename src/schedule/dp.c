@@ -214,14 +214,15 @@ static void dp_free(dp *d)
 }
 
 int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *region, int32_t k, uint64_t bound,
-                 size_t max_states, uint64_t *work, uint64_t work_limit, int32_t *out, bp__dp_result *res)
+                 size_t max_states, uint64_t *work, uint64_t work_limit, double deadline, int32_t *out,
+                 bp__dp_result *res)
 {
-    return bp__sched_dp_groups(sg, start, region, k, NULL, k, bound, max_states, work, work_limit, out, res);
+    return bp__sched_dp_groups(sg, start, region, k, NULL, k, bound, max_states, work, work_limit, deadline, out, res);
 }
 
 int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_t *region, int32_t k,
                         const int32_t *grp_off, int32_t ng, uint64_t bound, size_t max_states, uint64_t *work,
-                        uint64_t work_limit, int32_t *out, bp__dp_result *res)
+                        uint64_t work_limit, double deadline, int32_t *out, bp__dp_result *res)
 {
     res->peak = 0;
     res->proven = 0;
@@ -311,6 +312,7 @@ int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_
     d.n = 1;
     bool truncated = false;
     size_t lo = 0, hi = 1;
+    uint32_t tick = 0; /* states expanded, for the clock */
     for (int32_t L = 0; L < ng; L++) {
         for (size_t i = 0; i < d.hcap; i++) d.hash[i] = -1;
         for (size_t si = lo; si < hi; si++) {
@@ -366,7 +368,9 @@ int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_
                     truncated = true;
                 }
             }
-            if (work_limit && *work > work_limit) { ret = 0; truncated = true; goto done; }
+            /* out of work, or of time (the clock read every 64 states) */
+            bool late = deadline > 0 && (++tick & 63) == 0 && bp__sched_late(deadline);
+            if ((work_limit && *work > work_limit) || late) { ret = 0; truncated = true; goto done; }
         }
         if (d.n == hi) { ret = 0; goto done; } /* nothing below the bound */
         if (d.n - hi > max_states) {

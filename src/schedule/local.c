@@ -20,7 +20,7 @@
  * stops when the evaluator disagrees.  The result is therefore never worse
  * than the input, and it is a topological order (every swap checks the
  * dependency).  No randomness: the result depends only on the input order
- * and the work limit.
+ * and the work limit (and on the clock when its deadline comes first).
  */
 #include "schedule/schedule_internal.h"
 
@@ -178,7 +178,8 @@ static bool ls_slide(ls *s, int32_t q, int32_t p, int32_t reach, uint64_t M, int
     return best_at != q;
 }
 
-int bp__sched_local(const bp__sgraph *sg, bp__eval *ev, int32_t *order, uint64_t *work, uint64_t work_limit)
+int bp__sched_local(const bp__sgraph *sg, bp__eval *ev, int32_t *order, uint64_t *work, uint64_t work_limit,
+                    double deadline)
 {
     int32_t n = sg->n;
     if (n < 3) return 0;
@@ -212,7 +213,7 @@ int bp__sched_local(const bp__sgraph *sg, bp__eval *ev, int32_t *order, uint64_t
     *work += (uint64_t)(n + sg->to_off[n]) * 8;
     const int32_t R = 24, reach = 64;
     int32_t pending = 0, every = n <= 20000 ? 1 : 256;
-    while (*work < work_limit) {
+    for (uint32_t it = 0; *work < work_limit && !((it & 15) == 15 && bp__sched_late(deadline)); it++) {
         if (s.tick > (1 << 28)) { memset(s.stamp, 0, ns * sizeof *s.stamp); s.tick = 0; }
         uint64_t M = s.t[1].max;
         if (!M) break;

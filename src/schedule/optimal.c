@@ -9,8 +9,12 @@
  * bound, or none exists and the portfolio's order is optimal.  The proof also
  * needs the step model to be exact for the graph (sg->dp_exact: views made
  * by ops that read their source, in-place writes that keep sizes).  A peak
- * equal to the static lower bound (the largest op's working set, the pinned
- * outputs) is optimal without any search.
+ * equal to the portfolio's lower bound (the largest op's working set, the
+ * pinned outputs, the forced-live bound) is optimal without any search.
+ * The search stops at opts->time_limit by its work count or, where that
+ * runs slow, by the clock; then the result is the portfolio's order (or a
+ * better one the search found), not proven.  It is never worse than the
+ * portfolio: only a lower peak replaces its order.
  */
 #include "schedule/schedule_internal.h"
 
@@ -28,19 +32,19 @@ bp_status bp__sched_optimal(bp__sched_env *env, const bp_plan_options *o, int32_
     if (!all || !out) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", g->name); goto done; }
     uint64_t work = 0;
     const char *nm = NULL;
-    uint64_t ub = bp__sched_portfolio(&env->sg, &env->ev, o, env->cost, order, &nm, &work, err);
+    double tl = o->time_limit > 0 ? o->time_limit : 10.0, deadline = bp__now() + tl;
+    uint64_t lb = 0, ub = bp__sched_portfolio(&env->sg, &env->ev, o, env->cost, order, &nm, &work, &lb, err);
     if (ub == UINT64_MAX) { st = err ? err->status : BP_ERR_INVALID; goto done; }
-    int proven = ub <= env->sg.lb;
+    int proven = ub <= lb;
     uint64_t states = 0;
     if (!proven) {
-        double tl = o->time_limit > 0 ? o->time_limit : 10.0;
-        uint64_t limit = (uint64_t)(tl * 2e8);
+        uint64_t limit = (uint64_t)(tl * 2e8) + 1; /* never 0: that would be no limit */
         size_t cap = (size_t)1 << 20;
         if (n > 0 && cap * (size_t)n > ((size_t)1 << 24)) cap = ((size_t)1 << 24) / (size_t)n;
         if (cap < 256) cap = 256;
         for (int32_t i = 0; i < n; i++) all[i] = i;
         bp__dp_result r;
-        int ok = bp__sched_dp(&env->sg, &env->sim, all, n, ub, cap, &work, limit, out, &r);
+        int ok = bp__sched_dp(&env->sg, &env->sim, all, n, ub, cap, &work, limit, deadline, out, &r);
         states = r.states;
         if (ok < 0) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the exact search", g->name); goto done; }
         if (ok == 1) {
@@ -51,7 +55,7 @@ bp_status bp__sched_optimal(bp__sched_env *env, const bp_plan_options *o, int32_
     }
     if (info) {
         info->optimal = proven;
-        info->lower_bound = proven ? ub : env->sg.lb;
+        info->lower_bound = proven ? ub : lb;
         info->states = states;
         info->picked = nm;
     }

@@ -131,7 +131,8 @@ bp_status bp__sched_seed(const bp__sgraph *sg, const double *cost, double alpha,
  * not proven).  Only steps below `bound` are allowed.  out gets the region's
  * ops in the best order found.  *work counts transitions times touches, hash
  * lookups, insertions and the sorting of a layer past its cap; the
- * search gives up (not proven, nothing found) past work_limit (0 = none).
+ * search gives up (not proven, nothing found) past work_limit (0 = none)
+ * or past the clock's deadline (bp__now() seconds; 0 = none).
  * Returns 1 if an order was found, 0 if not, -1 when out of memory. */
 typedef struct bp__dp_result {
     uint64_t peak;      /* peak over the region's steps */
@@ -141,29 +142,40 @@ typedef struct bp__dp_result {
 } bp__dp_result;
 int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *region, int32_t k,
                  uint64_t bound, size_t max_states, uint64_t *work, uint64_t work_limit,
-                 int32_t *out, bp__dp_result *res);
+                 double deadline, int32_t *out, bp__dp_result *res);
 /* The same search over macro-ops: region[grp_off[g] .. grp_off[g+1]-1] is
  * macro-op g (ng of them), a topological sequence that always runs as a
  * block; a state is a set of macro-ops, a transition runs one whole block
  * (its step memory checked op by op).  grp_off NULL: every op alone. */
 int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_t *region, int32_t k,
                         const int32_t *grp_off, int32_t ng, uint64_t bound, size_t max_states,
-                        uint64_t *work, uint64_t work_limit, int32_t *out, bp__dp_result *res);
+                        uint64_t *work, uint64_t work_limit, double deadline, int32_t *out,
+                        bp__dp_result *res);
 
 /* Runs every fast scheduler (given when topological, kahn, dfs, list, lpmf,
  * seed with opts' and a few other weights); order gets the lowest peak
- * (ties: fewest steps at the peak), *name its scheduler.  Returns the peak,
- * UINT64_MAX on error (err set). */
+ * (ties: fewest steps at the peak), *name its scheduler.  *bound gets the
+ * best order-independent lower bound it knows: the static one (sg->lb),
+ * raised after the first order by the forced-live bound (graphs of up to
+ * 4,096 ops).  It stops as soon as an order reaches the bound at a single
+ * step: no later order could replace it, so the result is the one the
+ * whole portfolio gives.  bound NULL: no bound, every order runs.  Returns
+ * the peak, UINT64_MAX on error (err set). */
 uint64_t bp__sched_portfolio(const bp__sgraph *sg, bp__eval *ev, const bp_plan_options *o, const double *cost,
-                             int32_t *order, const char **name, uint64_t *work, bp_error *err);
+                             int32_t *order, const char **name, uint64_t *work, uint64_t *bound, bp_error *err);
+
+/* True when the clock is past deadline (bp__now() seconds; 0 = none). */
+static inline bool bp__sched_late(double deadline) { return deadline > 0 && bp__now() > deadline; }
 
 /* Local search (local.c): slides ops near the peak step across it
  * within their dependency windows, with the profile in a segment tree; every
  * kept order is scored by the exact evaluator.  order is replaced by an order
  * that is topological and not worse (lower peak, or the same peak at fewer
- * steps).  *work grows by the work done; stops past work_limit.  Returns 1 if
- * it improved the order, 0 if not, -1 when out of memory (order unchanged). */
-int bp__sched_local(const bp__sgraph *sg, bp__eval *ev, int32_t *order, uint64_t *work, uint64_t work_limit);
+ * steps).  *work grows by the work done; stops past work_limit or the
+ * deadline (bp__now() seconds, 0 = none).  Returns 1 if it improved the
+ * order, 0 if not, -1 when out of memory (order unchanged). */
+int bp__sched_local(const bp__sgraph *sg, bp__eval *ev, int32_t *order, uint64_t *work, uint64_t work_limit,
+                    double deadline);
 
 /* Decomposition (decomp.c).  Over a DAG whose vertices 0..n-1 are
  * numbered in a topological order, adjacency as CSR:
@@ -198,9 +210,12 @@ typedef struct bp__decomp_info {
  * (<= 0: the default, 40) go to the exact search.  out gets a topological order.
  * sim is a step simulator of sg (reset here, left in an unspecified state);
  * ev, an evaluator of sg or NULL, gives the input's profile faster.
- * Returns 1, or -1 when out of memory.  Deterministic: work, not time. */
+ * Returns 1, or -1 when out of memory.  Deterministic (work, not time)
+ * unless the clock passes the deadline (bp__now() seconds, 0 = none) first:
+ * then the pieces left keep the input's order. */
 int bp__decomp_schedule(const bp__sgraph *sg, bp__sim *sim, bp__eval *ev, const int32_t *in, uint64_t bound,
-                        int32_t exact_max, int32_t *out, uint64_t *work, uint64_t work_limit, bp__decomp_info *info);
+                        int32_t exact_max, int32_t *out, uint64_t *work, uint64_t work_limit, double deadline,
+                        bp__decomp_info *info);
 
 /* What the drivers (bp_schedule_ex, best, optimal) set up before they
  * schedule: the sgraph, its evaluator, optionally a step simulator, and the

@@ -91,7 +91,7 @@ int main(void)
             peak_count(&ev, in, n, prof, &p0, &c0);
             memcpy(out, in, (size_t)n * sizeof *in);
             uint64_t work = 0;
-            int ret = bp__sched_local(&sg, &ev, out, &work, (uint64_t)1 << 40);
+            int ret = bp__sched_local(&sg, &ev, out, &work, (uint64_t)1 << 40, 0);
             CHECK(ret >= 0);
             CHECK_MSG(rg_is_topological(g, out), "graph %d run %d: not a topological permutation", it, r);
             peak_count(&ev, out, n, prof, &p1, &c1);
@@ -103,12 +103,12 @@ int main(void)
             /* deterministic */
             memcpy(again, in, (size_t)n * sizeof *in);
             uint64_t w2 = 0;
-            CHECK(bp__sched_local(&sg, &ev, again, &w2, (uint64_t)1 << 40) == ret);
+            CHECK(bp__sched_local(&sg, &ev, again, &w2, (uint64_t)1 << 40, 0) == ret);
             CHECK(memcmp(again, out, (size_t)n * sizeof *out) == 0 && w2 == work);
             /* no work allowed: unchanged */
             memcpy(again, in, (size_t)n * sizeof *in);
             w2 = 0;
-            CHECK(bp__sched_local(&sg, &ev, again, &w2, 0) == 0);
+            CHECK(bp__sched_local(&sg, &ev, again, &w2, 0, 0) == 0);
             CHECK(memcmp(again, in, (size_t)n * sizeof *in) == 0);
             runs++;
         }

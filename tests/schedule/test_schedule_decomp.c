@@ -209,7 +209,7 @@ static void test_small_graphs(void)
             uint64_t pin = bp__eval_peak(&ev, in, NULL), work = 0;
             bp__decomp_info di;
             int32_t exact_max = 1 + (int32_t)(test_rand(&rs) % 4);
-            int ret = bp__decomp_schedule(&sg, &sim, r % 2 ? &ev : NULL, in, UINT64_MAX, exact_max, out, &work, (uint64_t)1 << 40, &di);
+            int ret = bp__decomp_schedule(&sg, &sim, r % 2 ? &ev : NULL, in, UINT64_MAX, exact_max, out, &work, (uint64_t)1 << 40, 0, &di);
             CHECK(ret == 1);
             CHECK_MSG(rg_is_topological(g, out), "graph %d: not a topological permutation", it);
             uint64_t pk = bp__eval_peak(&ev, out, NULL);
@@ -232,11 +232,11 @@ static void test_small_graphs(void)
             int32_t again[16];
             uint64_t w2 = 0;
             bp__decomp_info d2;
-            CHECK(bp__decomp_schedule(&sg, &sim, r % 2 ? &ev : NULL, in, UINT64_MAX, exact_max, again, &w2, (uint64_t)1 << 40, &d2) == 1);
+            CHECK(bp__decomp_schedule(&sg, &sim, r % 2 ? &ev : NULL, in, UINT64_MAX, exact_max, again, &w2, (uint64_t)1 << 40, 0, &d2) == 1);
             CHECK(memcmp(again, out, (size_t)n * sizeof *out) == 0 && w2 == work);
             /* the input's profile from the evaluator or from the step model: the same */
             w2 = 0;
-            CHECK(bp__decomp_schedule(&sg, &sim, r % 2 ? NULL : &ev, in, UINT64_MAX, exact_max, again, &w2, (uint64_t)1 << 40, &d2) == 1);
+            CHECK(bp__decomp_schedule(&sg, &sim, r % 2 ? NULL : &ev, in, UINT64_MAX, exact_max, again, &w2, (uint64_t)1 << 40, 0, &d2) == 1);
             if (sg.exact) CHECK(memcmp(again, out, (size_t)n * sizeof *out) == 0 && d2.peak == di.peak);
         }
         bp__sim_free(&sim);
@@ -340,7 +340,7 @@ static void test_best_vs_optimal(void)
         CHECK_OK(bp__sched_list(&sg, 0, in, &err), err);
         uint64_t work = 0;
         bp__decomp_info di;
-        CHECK(bp__decomp_schedule(&sg, &sim, it % 2 ? &ev : NULL, in, UINT64_MAX, 0, out, &work, (uint64_t)1 << 40, &di) == 1);
+        CHECK(bp__decomp_schedule(&sg, &sim, it % 2 ? &ev : NULL, in, UINT64_MAX, 0, out, &work, (uint64_t)1 << 40, 0, &di) == 1);
         CHECK(rg_is_topological(g, out));
         uint64_t pk = bp__eval_peak(&ev, out, NULL);
         CHECK(di.cuts > 0 && pk == di.peak);
