@@ -161,7 +161,7 @@ bp_status bp_plan_write_events_csv_file(const bp_plan *p, const bp_graph *g, FIL
     bp_status s = pj_check_ids(p, g, err);
     if (s) return s;
     if (!f) return bp__err(err, BP_ERR_USAGE, "%s: plan writer: NULL file", g->name);
-    fputs("event_id,event_type,tensor_name,buffer_index,offset,op_id\n", f);
+    fputs("event_id,event_type,tensor_name,buffer_index,offset,op_name\n", f);
     for (size_t i = 0; i < p->n_ev; i++) {
         const bp_event *e = &p->ev[i];
         fprintf(f, "%zu,%s,", i + 1, pj_ev_names[e->type]);
