@@ -105,7 +105,8 @@ static void inplace_merge(bp__lifetimes *lt, uint8_t *pinned, int32_t out, int32
 
 /* The in-place walk over the order (explicit hints first, then element-wise
  * ops), merging storages in lt->root; every root path is compressed at the
- * end.  Returns BP_ERR_NOMEM (lt untouched but possibly partly merged). */
+ * end.  Returns BP_ERR_NOMEM before any merge when its arrays cannot be
+ * allocated. */
 static bp_status inplace_pass(const bp_graph *g, const int32_t *order, bp__lifetimes *lt)
 {
     const bp_allocator *a = &g->alloc;
