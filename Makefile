@@ -36,6 +36,8 @@ test: test-deps
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
+# bench/run.sh installs the pool benchmark's peers (jemalloc, mimalloc,
+# tcmalloc) when missing, as test-deps does
 bench: build
 	bench/run.sh all --quick
 

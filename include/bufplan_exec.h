@@ -118,7 +118,8 @@ typedef struct bp_exec_run_stats {
     uint64_t n_ops;          /* ops run */
     uint64_t n_allocs, n_frees;   /* run-time allocations (pool or malloc) */
     uint64_t peak_bytes;     /* activation memory: arena + peak of run-time blocks
-                                (rounded sizes; malloc: requested sizes) */
+                                (rounded sizes; malloc: requested sizes); SAFE: the
+                                safe buffers (safe_bytes), all held for the whole run */
 } bp_exec_run_stats;
 
 /* Runs the graph once.  Returns BP_ERR_KERNEL (op named) when a kernel fails,

@@ -36,8 +36,11 @@ onnx=(torchvision/vit_b_16 torchvision/swin_t torchvision/densenet121 torchvisio
 if [ $quick = 1 ]; then min_calls=300000; rounds=3; syn_events=20000; drift_events=200000; onnx=(torchvision/vit_b_16 torchvision/mobilenet_v2); fi
 
 allocs=(pool pool-learn pool-plain)
-peers=()
-for a in glibc jemalloc mimalloc tcmalloc; do [ -x "$bin/pool_replay_$a" ] && allocs+=("$a") && peers+=("$a"); done
+peers=(); missing=()
+for a in glibc jemalloc mimalloc tcmalloc; do
+  if [ -x "$bin/pool_replay_$a" ]; then allocs+=("$a"); peers+=("$a"); else missing+=("$a"); fi
+done
+declare -A peer_pkg=([jemalloc]=libjemalloc-dev [mimalloc]=libmimalloc-dev [tcmalloc]=libgoogle-perftools-dev)
 
 traces=()
 "$bin/pool_trace" synthetic 1 "$syn_events" > "$work/synthetic.csv" && traces+=("synthetic")
@@ -60,6 +63,14 @@ run() { # allocator trace threads
   "$exe" "$work/$2.csv" $extra --min-calls $min_calls --max-round-s 2 --rounds $rounds --threads "$3" 2>&1 | tail -1
 }
 
+# the table's header: the peers compared, and any that are missing
+printf 'Peers: %s' "${peers[*]:-none}"
+if [ ${#missing[@]} -gt 0 ]; then
+  printf '; MISSING (not built, so not compared):'
+  for a in "${missing[@]}"; do printf ' %s (%s)' "$a" "${peer_pkg[$a]:-glibc}"; done
+  printf '; bench/run.sh installs them (BP_BENCH_INSTALL=0 skips that)'
+fi
+printf '\n\n'
 printf '| trace | allocs | thr |'
 for a in "${allocs[@]}"; do printf ' %s Mcalls/s |' "$a"; done
 printf ' pool CPU ns/call | pool-learn CPU ns/call | best peer CPU ns/call |'

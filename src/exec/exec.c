@@ -384,7 +384,8 @@ bp_status bp_exec_run(bp_exec *ex, bp_exec_run_stats *st, bp_error *err)
         st->n_ops = ex->tot.n_ops;
         st->n_allocs = ex->tot.n_allocs;
         st->n_frees = ex->tot.n_frees;
-        st->peak_bytes = ex->arena_bytes + atomic_load(&ex->peak_bytes);
+        /* safe mode holds every tensor's own buffer for the whole run */
+        st->peak_bytes = ex->arena_bytes + (ex->o.mode == BP_EXEC_SAFE ? ex->safe_bytes : 0) + atomic_load(&ex->peak_bytes);
     }
     if (ex->run_status) {
         ex_release_all(ex);

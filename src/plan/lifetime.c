@@ -7,8 +7,13 @@
  *    the final step; unread tensors only at their producer's step.  A storage
  *    lives over the union of its members.  Then, walking the order, an op may
  *    write an output over an input (explicit inplace hint, or an element-wise
- *    op) when the input's storage is planned, not pinned as an output, read
- *    by no later op, and the sizes match: the output joins that storage.
+ *    op) when the input's storage is planned, holds no graph output (it is
+ *    pinned), is read by no later op, and the sizes match: the output joins
+ *    that storage.  The output may itself be a graph output.  Not at the
+ *    final step: the schedulers' evaluator (schedule/eval.c), which must
+ *    give the same peak as these intervals, does not merge there.  (The
+ *    pinned flag is what would make it sound there: at the final step "read
+ *    by no later op" proves nothing, a pinned storage ends there too.)
  * 3. The lower bound (bp__lifetimes_peak): a difference array over steps of
  *    the aligned storage sizes, O(T + N).
  */
@@ -76,23 +81,71 @@ bp_status bp_lifetimes(const bp_graph *g, const int32_t *order, int32_t *first, 
     return s;
 }
 
-/* May op write output `out` over input `in` (storage root r)? */
-static bool inplace_ok(const bp_graph *g, const bp__lifetimes *lt, int32_t s, int32_t out, int32_t in, int32_t r)
+/* May op write output `out` over input `in` (storage root r) at step s?
+ * pinned[r]: the storage holds a graph output (so it is never freed). */
+static bool inplace_ok(const bp_graph *g, const bp__lifetimes *lt, const uint8_t *pinned, int32_t s, int32_t out,
+                       int32_t in, int32_t r)
 {
     if (!lt->planned[r] || !lt->planned[out] || lt->root[out] != out) return false;
-    if (r == out || lt->slast[r] != s) return false;
-    if (s == (int32_t)g->n_o - 1) return false; /* the storage may hold a pinned output */
+    if (r == out || lt->slast[r] != s || pinned[r]) return false;
+    if (s == (int32_t)g->n_o - 1) return false; /* as the schedulers' evaluator */
     if (g->t[in].flags & BP_TENSOR_OUTPUT) return false;
     if (g->t[out].bytes != g->t[in].bytes || g->t[out].bytes > lt->ssize[r]) return false;
     return true;
 }
 
 /* Merges out's storage into r's. */
-static void inplace_merge(bp__lifetimes *lt, int32_t out, int32_t r)
+static void inplace_merge(bp__lifetimes *lt, uint8_t *pinned, int32_t out, int32_t r)
 {
     lt->root[out] = r;
+    pinned[r] |= pinned[out];
     if (lt->sfirst[out] < lt->sfirst[r]) lt->sfirst[r] = lt->sfirst[out];
     if (lt->slast[out] > lt->slast[r]) lt->slast[r] = lt->slast[out];
+}
+
+/* The in-place walk over the order (explicit hints first, then element-wise
+ * ops), merging storages in lt->root; every root path is compressed at the
+ * end.  Returns BP_ERR_NOMEM before any merge when its arrays cannot be
+ * allocated. */
+static bp_status inplace_pass(const bp_graph *g, const int32_t *order, bp__lifetimes *lt)
+{
+    const bp_allocator *a = &g->alloc;
+    size_t nt = g->n_t, no = g->n_o;
+    int32_t *hint_out = g->n_inpl ? bp__alloc(a, no * sizeof *hint_out) : NULL;
+    int32_t *hint_in = g->n_inpl ? bp__alloc(a, no * sizeof *hint_in) : NULL;
+    uint8_t *pinned = bp__calloc(a, nt ? nt : 1, 1);
+    bp_status s = BP_OK;
+    if (!pinned || (g->n_inpl && (!hint_out || !hint_in))) { s = BP_ERR_NOMEM; goto done; }
+    for (size_t t = 0; t < nt; t++)
+        if (g->t[t].flags & BP_TENSOR_OUTPUT) pinned[bp__storage_find(lt->root, (int32_t)t)] = 1;
+    if (hint_out) {
+        for (size_t i = 0; i < no; i++) hint_out[i] = -1;
+        for (size_t i = 0; i < g->n_inpl; i++) {
+            hint_out[g->inpl[i].op] = g->inpl[i].out;
+            hint_in[g->inpl[i].op] = g->inpl[i].in;
+        }
+    }
+    for (size_t si = 0; si < no; si++) {
+        int32_t op = order[si], step = (int32_t)si;
+        const bp__op *x = &g->o[op];
+        if (hint_out && hint_out[op] >= 0) {
+            int32_t out = hint_out[op], in = hint_in[op], r = bp__storage_find(lt->root, in);
+            if (inplace_ok(g, lt, pinned, step, out, in, r)) inplace_merge(lt, pinned, out, r);
+            continue;
+        }
+        if (x->n_out != 1 || x->n_in == 0 || !bp__op_is_elementwise(g, op)) continue;
+        int32_t out = bp__op_out(g, op)[0];
+        for (int i = 0; i < x->n_in; i++) {
+            int32_t in = bp__op_in(g, op)[i], r = bp__storage_find(lt->root, in);
+            if (inplace_ok(g, lt, pinned, step, out, in, r)) { inplace_merge(lt, pinned, out, r); break; }
+        }
+    }
+    for (size_t t = 0; t < nt; t++) bp__storage_find(lt->root, (int32_t)t);
+done:
+    bp__free(a, hint_out, no * sizeof *hint_out);
+    bp__free(a, hint_in, no * sizeof *hint_in);
+    bp__free(a, pinned, nt ? nt : 1);
+    return s;
 }
 
 bp_status bp__lifetimes_compute(const bp_graph *g, const bp_plan_options *o, const bp__storage *st,
@@ -133,42 +186,9 @@ bp_status bp__lifetimes_compute(const bp_graph *g, const bp_plan_options *o, con
     for (size_t t = 0; t < nt; t++)
         if (lt->sfirst[t] == INT32_MAX) lt->sfirst[t] = lt->slast[t] = -1;
 
-    if (!o->no_alias) {
-        /* In-place, in order: explicit hints first, then element-wise ops. */
-        int32_t *hint_out = NULL, *hint_in = NULL;
-        if (g->n_inpl) {
-            hint_out = bp__alloc(a, no * sizeof *hint_out);
-            hint_in = bp__alloc(a, no * sizeof *hint_in);
-            if (!hint_out || !hint_in) {
-                bp__free(a, hint_out, no * sizeof *hint_out);
-                bp__free(a, hint_in, no * sizeof *hint_in);
-                bp__lifetimes_free(g, lt);
-                return bp__err(err, BP_ERR_NOMEM, "%s: out of memory computing lifetimes", g->name);
-            }
-            for (size_t i = 0; i < no; i++) hint_out[i] = -1;
-            for (size_t i = 0; i < g->n_inpl; i++) {
-                hint_out[g->inpl[i].op] = g->inpl[i].out;
-                hint_in[g->inpl[i].op] = g->inpl[i].in;
-            }
-        }
-        for (size_t si = 0; si < no; si++) {
-            int32_t op = order[si], step = (int32_t)si;
-            const bp__op *x = &g->o[op];
-            if (hint_out && hint_out[op] >= 0) {
-                int32_t out = hint_out[op], in = hint_in[op], r = bp__storage_find(lt->root, in);
-                if (inplace_ok(g, lt, step, out, in, r)) inplace_merge(lt, out, r);
-                continue;
-            }
-            if (x->n_out != 1 || x->n_in == 0 || !bp__op_is_elementwise(g, op)) continue;
-            int32_t out = bp__op_out(g, op)[0];
-            for (int i = 0; i < x->n_in; i++) {
-                int32_t in = bp__op_in(g, op)[i], r = bp__storage_find(lt->root, in);
-                if (inplace_ok(g, lt, step, out, in, r)) { inplace_merge(lt, out, r); break; }
-            }
-        }
-        bp__free(a, hint_out, no * sizeof *hint_out);
-        bp__free(a, hint_in, no * sizeof *hint_in);
-        for (size_t t = 0; t < nt; t++) bp__storage_find(lt->root, (int32_t)t);
+    if (!o->no_alias && inplace_pass(g, order, lt)) {
+        bp__lifetimes_free(g, lt);
+        return bp__err(err, BP_ERR_NOMEM, "%s: out of memory computing lifetimes", g->name);
     }
     return BP_OK;
 }

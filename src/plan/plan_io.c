@@ -188,7 +188,7 @@ bp_status bp_plan_write_events_csv_file(const bp_plan *p, const bp_graph *g, FIL
     if (!f) return bp__err(err, BP_ERR_USAGE, "%s: plan writer: NULL file", g->name);
     if ((size_t)p->n_bodies != g->n_bodies)
         return bp__err(err, BP_ERR_USAGE, "%s: the plan has %d body plans, the graph %zu bodies", g->name, (int)p->n_bodies, g->n_bodies);
-    fputs("event_id,event_type,tensor_name,buffer_index,offset,op_id\n", f);
+    fputs("event_id,event_type,tensor_name,buffer_index,offset,op_name\n", f);
     size_t id = 0;
     pj_csv_events(p, g, f, NULL, 0, &id);
     if (ferror(f)) return bp__err(err, BP_ERR_IO, "%s: write error", g->name);

@@ -8,7 +8,9 @@
  * 3. storages: view groups come from the graph (view_of, view op types);
  *    every other alias_of claim is an in-place write, accepted only when the
  *    op producing the claimant reads the storage, nothing reads that storage
- *    at a later step, it is not a graph output, and offsets agree.  Claims are
+ *    at a later step, it holds no graph output, it is in the arena, and
+ *    offsets agree (the claimant may be a graph output, at the final step
+ *    too).  Claims are
  *    checked in step order with a union-find;
  * 4. every storage lies inside the arena, aligned; no two storages that are
  *    live at a common step (as the plan declares its intervals, which cover
@@ -345,7 +347,8 @@ static void vf_views(vctx *v, vdata *d)
 }
 
 /* 3b. In-place claims, in step order of the claimant's producer: the op
- * reads the storage, it dies there, it is no graph output, same offset. */
+ * reads the storage, it dies there, it holds no graph output, it is in the
+ * arena, same offset. */
 static void vf_inplace(vctx *v, vdata *d)
 {
     const bp_allocator *a = &v->g->alloc;
@@ -373,6 +376,8 @@ static void vf_inplace(vctx *v, vdata *d)
                 reason(v, "tensor \"%s\" is written in place over \"%s\" at step %d, but that storage is still read at step %d", TN(t), TN(claim), s, d->slast[S]);
             else if (d->sout[S])
                 reason(v, "tensor \"%s\" is written in place over \"%s\", a graph output", TN(t), TN(claim));
+            else if (d->soff[S] == BP_NO_OFFSET)
+                reason(v, "tensor \"%s\" is written in place over \"%s\", which is not in the arena (an external tensor)", TN(t), TN(claim));
             else if (p->tp[t].offset != d->soff[S])
                 reason(v, "tensor \"%s\" is written in place over \"%s\" but sits at another offset", TN(t), TN(claim));
             else {

@@ -341,6 +341,7 @@ static bool learn_plan(bp_pool_local *l, uint32_t e0, uint32_t n)
      * plan's block comes from it: one piece of the sequence's peak instead
      * of what the size classes held while learning */
     bp__pool_local_flush(l);
+    bp__pool_local_delta_flush(l); /* its frees counted before the block is: the peak stays true */
     (void)bp__pool_trim(p, l->arena);
     /* the exact size, not a cache class: it is never cached */
     uint64_t sz = q->span + p->quantum;
@@ -574,6 +575,7 @@ static bp_status learn_alloc_lists(bp_pool_local *l, uint64_t bytes, void **ptr,
     uint64_t req = bytes ? bytes : 1;
     if (req > UINT64_MAX - p->quantum) return bp__pool_local_alloc_general(l, bytes, ptr, err);
     if (l->bytes) bp__pool_local_flush(l);
+    bp__pool_local_delta_flush(l); /* the block is counted at once: its frees must be too */
     uint64_t sz = (req + p->quantum - 1) & ~(p->quantum - 1);
     uint32_t i;
     bp_status s = bp__pool_alloc_uncached(p, l->arena, bytes, sz, bp__pool_class(sz), &i, err);

@@ -419,8 +419,12 @@ void bp_pool_stats_print(bp_pool *p, FILE *f)
     bp_pool_stats s;
     bp_pool_get_stats(p, &s);
     fprintf(f, "pool (%s, alignment %" PRIu64 ")\n", p->be.name ? p->be.name : "backend", p->quantum);
-    fprintf(f, "  reserved       %14" PRIu64 " bytes (peak %" PRIu64 ") in %" PRIu64 " pieces, %" PRIu64 " OS calls\n",
+    /* decommits: learning handles giving a freed block's pages back (docs/POOL.md) */
+    uint64_t dec = atomic_load_explicit(&p->decommits, memory_order_relaxed);
+    fprintf(f, "  reserved       %14" PRIu64 " bytes (peak %" PRIu64 ") in %" PRIu64 " pieces, %" PRIu64 " OS calls",
             s.reserved_bytes, s.peak_reserved_bytes, s.n_chunks, s.os_calls);
+    if (dec) fprintf(f, " (%" PRIu64 " of them pages of freed blocks given back while learning)", dec);
+    fputc('\n', f);
     fprintf(f, "  arena          %14" PRIu64 " bytes\n", s.arena_bytes);
     fprintf(f, "  in use         %14" PRIu64 " bytes (peak %" PRIu64 ") in %" PRIu64 " blocks\n",
             s.in_use_bytes, s.peak_in_use_bytes, s.n_live_blocks);

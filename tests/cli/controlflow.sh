@@ -155,10 +155,10 @@ python3 - "$tmp/loopif.csv" "$tmp/loopif.json" <<'PYEOF' || bad "loopif: body ev
 import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 d = json.load(open(sys.argv[2]))
-body = [r for r in rows if "/loop/" in r["op_id"]]
+body = [r for r in rows if "/loop/" in r["op_name"]]
 assert len(body) == len(d["bodies"][0]["plan"]["events"]) + sum(len(b["plan"]["events"]) for b in d["bodies"][0]["plan"].get("bodies", [])), len(body)
-loop_exec = next(i for i, r in enumerate(rows) if r["event_type"] == "EXEC" and r["op_id"] == d["bodies"][0]["op"])
-assert rows[loop_exec + 1]["op_id"].startswith(d["bodies"][0]["op"] + "/loop/")
+loop_exec = next(i for i, r in enumerate(rows) if r["event_type"] == "EXEC" and r["op_name"] == d["bodies"][0]["op"])
+assert rows[loop_exec + 1]["op_name"].startswith(d["bodies"][0]["op"] + "/loop/")
 base = d["bodies"][0]["base"]
 for r in body:
     if r["offset"]: assert int(r["offset"]) >= base, r

@@ -60,7 +60,7 @@ PY
 expect_rc 1 "verify broken plan" "$CLI" verify "$T/g.json" "$T/bad.json"
 grep -q '"a"' "$T/err" && grep -q '"b"' "$T/err" && grep -q overlap "$T/err" || fail "verify message does not name a and b: $(cat "$T/err")"
 expect_rc 0 "plan csv" "$CLI" plan "$T/g.json" --format csv -o "$T/ev.csv"
-head -1 "$T/ev.csv" | grep -qx "event_id,event_type,tensor_name,buffer_index,offset,op_id" || fail "csv header: $(head -1 "$T/ev.csv")"
+head -1 "$T/ev.csv" | grep -qx "event_id,event_type,tensor_name,buffer_index,offset,op_name" || fail "csv header: $(head -1 "$T/ev.csv")"
 for a in naive color bestfit; do
   expect_rc 0 "assign $a" "$CLI" plan "$T/g.json" -a "$a" -s kahn
 done

@@ -3,7 +3,8 @@
 # 1 and 2 threads and fails (exit 1) on a plan with one lifetime cut short,
 # naming that tensor and the tensor placed over it; --history writes a log
 # that checks clean; --dynamic --learn serves later runs from a learned
-# plan; bad options exit 2.
+# plan and its statistics agree with themselves; safe mode reports its
+# buffers as its peak; bad options exit 2.
 . "$(dirname "$0")/harness.bash"
 
 "$CLI" gen randwire --layers 2 --nodes 16 --width 4 -o "$tmp/g.json" || { echo "gen failed"; exit 1; }
@@ -26,6 +27,17 @@ expect 0 '[1-9][0-9]* allocs' "$tmp/g.json" --dynamic --malloc
 expect 0 'learned +[1-9][0-9]* bytes in 1 plans, [1-9][0-9]* allocations served' "$tmp/g.json" --dynamic --learn --repeat 5 --stats
 expect 0 'dynamic mode, 2 threads' "$tmp/g.json" --dynamic --learn --repeat 5 --threads 2
 expect 0 'safe buffers' "$tmp/g.json" --safe --threads 2
+# a learning run of resnet50: the in-use peak within the reserved peak, the
+# OS calls that gave pages back while learning named; safe mode's peak is its
+# buffers, not 0
+"$CLI" gen resnet50 -o "$tmp/r.json" || bad "gen resnet50"
+"$CLI" run "$tmp/r.json" --dynamic --learn --repeat 3 --stats --kernel empty >"$tmp/learn.out" 2>&1 || bad "run --learn: $(cat "$tmp/learn.out")"
+rp=$(sed -n 's/^ *reserved .*(peak \([0-9]*\)).*/\1/p' "$tmp/learn.out")
+up=$(sed -n 's/^ *in use .*(peak \([0-9]*\)).*/\1/p' "$tmp/learn.out")
+[ -n "$rp" ] && [ -n "$up" ] && [ "$up" -le "$rp" ] || bad "run --learn: in-use peak '$up' above reserved peak '$rp': $(cat "$tmp/learn.out")"
+grep -qE 'OS calls \([1-9][0-9]* of them pages of freed blocks given back while learning\)' "$tmp/learn.out" ||
+  bad "run --learn: the OS calls do not say how many gave pages back: $(grep reserved "$tmp/learn.out")"
+expect 0 'activations peak [1-9][0-9.]* [KM]iB \(every tensor its own buffer\)' "$tmp/g.json" --safe
 expect 0 '^runs: best' "$tmp/g.json" --repeat 3
 expect 0 'reserved' "$tmp/g.json" --stats
 expect 0 'empty kernels' "$tmp/g.json" --kernel empty --kernel-us 5 --threads 2

@@ -39,6 +39,15 @@ static void test_generated(void)
         bp_exec *safe = eu_run(g, NULL, BP_EXEC_SAFE, 1, 0, 0);
         bp_exec *dy = eu_run(g, NULL, BP_EXEC_DYNAMIC, 1, 0, 0);
         bp_exec *dm = eu_run(g, NULL, BP_EXEC_DYNAMIC, 1, 1, 0);
+        if (safe) {
+            /* safe mode holds every tensor's own buffer for the whole run: that is its peak */
+            bp_exec_info si;
+            bp_exec_get_info(safe, &si);
+            bp_exec_run_stats rs;
+            CHECK_OK(bp_exec_run(safe, &rs, &e), e);
+            CHECK_MSG(si.safe_bytes > 0 && rs.peak_bytes == si.safe_bytes, "%s: safe mode: peak_bytes %llu, safe buffers %llu",
+                      gname, (unsigned long long)rs.peak_bytes, (unsigned long long)si.safe_bytes);
+        }
         if (safe && dy) CHECK_MSG(eu_diff_outputs(g, dy, safe) == 0, "%s: dynamic differs from safe", gname);
         if (safe && dm) CHECK_MSG(eu_diff_outputs(g, dm, safe) == 0, "%s: dynamic (malloc) differs from safe", gname);
         if (dy) {

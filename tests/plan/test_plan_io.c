@@ -130,7 +130,7 @@ static const char tiny_json[] =
     "}\n";
 
 static const char tiny_csv[] =
-    "event_id,event_type,tensor_name,buffer_index,offset,op_id\n"
+    "event_id,event_type,tensor_name,buffer_index,offset,op_name\n"
     "1,ALLOC,\"a\"\"q\",0,0,\"conv,1\"\n"
     "2,EXEC,,-1,,\"conv,1\"\n"
     "3,EXEC,,-1,,reshape\n"

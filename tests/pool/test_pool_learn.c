@@ -188,6 +188,14 @@ static uint64_t max_live(const sev *ev, int m, uint64_t q)
     return peak;
 }
 
+/* What is in use can never be more than what is reserved, now or at the peak. */
+static void check_in_use_within_reserved(const bp_pool_stats *s, const char *when)
+{
+    CHECK_MSG(s->in_use_bytes <= s->reserved_bytes && s->peak_in_use_bytes <= s->peak_reserved_bytes,
+              "%s: in use %" PRIu64 " (peak %" PRIu64 ") above reserved %" PRIu64 " (peak %" PRIu64 ")", when,
+              s->in_use_bytes, s->peak_in_use_bytes, s->reserved_bytes, s->peak_reserved_bytes);
+}
+
 static void test_repeat(uint64_t alignment, unsigned long long seed)
 {
     bp_error err = {0};
@@ -199,8 +207,10 @@ static void test_repeat(uint64_t alignment, unsigned long long seed)
     run(p, l, &sh, ev, m, NODEV);
     bp_pool_stats s1 = stats(p);
     CHECK(s1.learned_plans == 0 && s1.learned_allocs == 0);
+    check_in_use_within_reserved(&s1, "learning, one run");
     run(p, l, &sh, ev, m, NODEV);
     bp_pool_stats s2 = stats(p);
+    check_in_use_within_reserved(&s2, "the plan made");
     CHECK_MSG(s2.learned_plans == 1, "two runs of the same sequence: %" PRIu64 " plans", s2.learned_plans);
     /* the plan's block: no smaller than what the sequence has live at once,
      * no larger than every block side by side */
@@ -218,12 +228,38 @@ static void test_repeat(uint64_t alignment, unsigned long long seed)
     CHECK_MSG(s3.os_calls == s2.os_calls, "OS calls after the plan: %" PRIu64 " -> %" PRIu64, s2.os_calls,
               s3.os_calls);
     CHECK(s3.reserved_bytes == s2.reserved_bytes && s3.in_use_bytes == s2.in_use_bytes);
+    check_in_use_within_reserved(&s3, "served from the plan");
     CHECK_OK(bp__pool_check(p, 1, &err), err);
     bp_pool_local_free(l);
     bp_pool_stats s4 = stats(p);
     CHECK(s4.learned_plans == 0 && s4.in_use_bytes == 0 && s4.n_live_blocks == 0);
     CHECK(s4.learned_allocs == s3.learned_allocs);
     CHECK_OK(bp__pool_check(p, 1, &err), err);
+    bp_pool_free(p);
+}
+
+/* Frees a handle has not yet passed on to the pool's counter (under 4 MiB
+ * here) are counted before a block that goes to the counter at once (a
+ * recorded allocation, the plan's block): the in-use peak stays within the
+ * reserved peak in every run. */
+static void test_in_use_peak(void)
+{
+    sev ev[8];
+    int m = 0;
+    for (int i = 0; i < 4; i++) ev[m++] = (sev){1, i, MiB - 4 * KiB};
+    for (int i = 0; i < 4; i++) ev[m++] = (sev){0, i, 0};
+    bp_pool *p = learn_pool(256, 1);
+    bp_pool_local *l = handle(p);
+    shadow sh = {.quantum = 256};
+    for (int r = 0; r < 5; r++) {
+        run(p, l, &sh, ev, m, NODEV);
+        bp_pool_stats s = stats(p);
+        char when[32];
+        snprintf(when, sizeof when, "run %d", r + 1);
+        check_in_use_within_reserved(&s, when);
+    }
+    CHECK(stats(p).learned_plans == 1);
+    bp_pool_local_free(l);
     bp_pool_free(p);
 }
 
@@ -436,6 +472,7 @@ int main(void)
     test_repeat(256, 1);
     test_repeat(4096, 2);
     test_repeat(256, 3);
+    test_in_use_peak();
     test_deviate();
     test_foreign();
     test_orphan();
