@@ -103,6 +103,7 @@ bp_status bp_graph_add_body(bp_graph *g, int32_t op, bp_body_kind kind, bp_graph
     b->kind = kind;
     b->g = body;
     b->reserve = reserve;
+    g->t[reserve].is_reserve = 1;
     b->n_io = n_io;
     g->n_bodies++;
     bp__graph_unfinalize(g);   /* the checks of finalize must run again */

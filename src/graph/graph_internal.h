@@ -19,6 +19,7 @@ typedef struct bp__tensor {
     uint8_t dtype;         /* bp_dtype */
     uint8_t flags;         /* BP_TENSOR_* */
     uint8_t has_shape : 1, dynamic : 1, is_const : 1;
+    uint8_t is_reserve : 1;   /* the reservation of a control-flow op's bodies (body.c) */
 } bp__tensor;
 
 typedef struct bp__op {

@@ -232,8 +232,7 @@ bp_status bp__ox_inf_nary(bp__ox_op *x)
             int32_t src = cond ? ids[1] : ids[2];
             const bp__ox_val *v = cond ? va : vb;
             int64_t is = bp__ox_bidx(od, r, bp__ox_shape(x, src), bp__ox_rank(x, src), o);
-            if (v->is_float) w->f[o] = v->f[is];
-            else { w->i[o] = v->i[is]; w->s[o] = bp__ox_val_has_sym(v, (uint32_t)is) ? v->sym[is] : -1; }
+            bp__ox_scratch_take(w, (size_t)o, v, (uint32_t)is);
         }
         if (ok) s = bp__ox_fold_set(x, 0, va->is_float, (size_t)total, w);
         bp__free(x->c->a, w, sizeof *w);

@@ -85,8 +85,7 @@ bp_status bp__ox_inf_concat(bp__ox_op *x)
             int64_t blk = bp__ox_shape(x, t)[ax] * inner;
             for (int64_t e = 0; e < blk; e++, o++) {
                 int64_t src = b * blk + e;
-                if (is_f) w->f[o] = v->f[src];
-                else { w->i[o] = v->i[src]; w->s[o] = bp__ox_val_has_sym(v, (uint32_t)src) ? v->sym[src] : -1; }
+                bp__ox_scratch_take(w, (size_t)o, v, (uint32_t)src);
             }
         }
     s = bp__ox_fold_set(x, 0, is_f, (size_t)total, w);
@@ -242,8 +241,7 @@ bp_status bp__ox_inf_slice(bp__ox_op *x)
     for (int64_t o = 0; o < total; o++) {
         int64_t rem = o, src = 0;
         for (int i = r - 1; i >= 0; i--) { int64_t c = rem % d[i]; rem /= d[i]; src += (off[i] + c * stp[i]) * istr[i]; }
-        if (v->is_float) w->f[o] = v->f[src];
-        else { w->i[o] = v->i[src]; w->s[o] = bp__ox_val_has_sym(v, (uint32_t)src) ? v->sym[src] : -1; }
+        bp__ox_scratch_take(w, (size_t)o, v, (uint32_t)src);
     }
     s = bp__ox_fold_set(x, 0, v->is_float, (size_t)total, w);
     bp__free(x->c->a, w, sizeof *w);
@@ -297,8 +295,7 @@ bp_status bp__ox_inf_gather(bp__ox_op *x)
         if (k < 0) k += D;
         if (k < 0 || k >= D) { ok = false; break; }
         int64_t src = (outer * D + k) * inner + in_e;
-        if (v->is_float) w->f[o] = v->f[src];
-        else { w->i[o] = v->i[src]; w->s[o] = bp__ox_val_has_sym(v, (uint32_t)src) ? v->sym[src] : -1; }
+        bp__ox_scratch_take(w, (size_t)o, v, (uint32_t)src);
     }
     s = ok ? bp__ox_fold_set(x, 0, v->is_float, (size_t)total, w) : BP_OK;
     bp__free(x->c->a, w, sizeof *w);

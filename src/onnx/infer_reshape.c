@@ -256,8 +256,7 @@ bp_status bp__ox_inf_transpose(bp__ox_op *x)
     for (int64_t o = 0; o < total; o++) {
         int64_t rem = o, src = 0;
         for (int i = r - 1; i >= 0; i--) { int64_t c = rem % d[i]; rem /= d[i]; src += c * istr[perm[i]]; }
-        if (v->is_float) w->f[o] = v->f[src];
-        else { w->i[o] = v->i[src]; w->s[o] = bp__ox_val_has_sym(v, (uint32_t)src) ? v->sym[src] : -1; }
+        bp__ox_scratch_take(w, (size_t)o, v, (uint32_t)src);
     }
     s = bp__ox_fold_set(x, 0, v->is_float, (size_t)total, w);
     bp__free(x->c->a, w, sizeof *w);
@@ -305,8 +304,7 @@ bp_status bp__ox_inf_expand(bp__ox_op *x)
     if (!w) return bp__err(x->err, BP_ERR_NOMEM, "%s: out of memory", x->c->file);
     for (int64_t o = 0; o < total; o++) {
         int64_t src = bp__ox_bidx(d, ro, bp__ox_shape(x, a), r, o);
-        if (va->is_float) w->f[o] = va->f[src];
-        else { w->i[o] = va->i[src]; w->s[o] = bp__ox_val_has_sym(va, (uint32_t)src) ? va->sym[src] : -1; }
+        bp__ox_scratch_take(w, (size_t)o, va, (uint32_t)src);
     }
     s = bp__ox_fold_set(x, 0, va->is_float, (size_t)total, w);
     bp__free(x->c->a, w, sizeof *w);
@@ -359,8 +357,7 @@ bp_status bp__ox_inf_tile(bp__ox_op *x)
     for (int64_t o = 0; o < total; o++) {
         int64_t rem = o, src = 0;
         for (int i = r - 1; i >= 0; i--) { int64_t c = rem % d[i]; rem /= d[i]; src += (c % bp__ox_shape(x, a)[i]) * istr[i]; }
-        if (v->is_float) w->f[o] = v->f[src];
-        else { w->i[o] = v->i[src]; w->s[o] = bp__ox_val_has_sym(v, (uint32_t)src) ? v->sym[src] : -1; }
+        bp__ox_scratch_take(w, (size_t)o, v, (uint32_t)src);
     }
     s = bp__ox_fold_set(x, 0, v->is_float, (size_t)total, w);
     bp__free(x->c->a, w, sizeof *w);

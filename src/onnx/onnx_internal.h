@@ -199,6 +199,14 @@ static inline const bp__ox_val *bp__ox_vals(const bp__ox_op *x, int32_t t) { ret
 static inline int64_t bp__ox_norm_axis(int64_t a, int r) { return a < 0 ? a + r : a; }
 /* Whether value element k is a symbol. */
 static inline bool bp__ox_val_has_sym(const bp__ox_val *v, uint32_t k) { return v->sym && v->sym[k] >= 0; }
+
+/* Element o of w takes element src of v (its float, or its integer and symbol). */
+static inline void bp__ox_scratch_take(bp__ox_scratch *w, size_t o, const bp__ox_val *v, uint32_t src)
+{
+    if (v->is_float) { w->f[o] = v->f[src]; return; }
+    w->i[o] = v->i[src];
+    w->s[o] = bp__ox_val_has_sym(v, src) ? v->sym[src] : -1;
+}
 /* Value element k as a dimension code (a symbol or a number). */
 static inline int64_t bp__ox_val_dim(const bp__ox_val *v, uint32_t k)
 {

@@ -193,6 +193,18 @@ void bp__plan_count(const bp_graph *g, bp_plan *p)
     }
 }
 
+void bp__plan_count_bodies(const bp_graph *g, bp_plan *p)
+{
+    bp_plan_stats *st = &p->stats;
+    st->n_control_flow = p->n_bodies ? bp_graph_n_control_flow(g) : 0;
+    st->n_body_planned = 0;
+    for (int32_t i = 0; i < p->n_bodies; i++) {
+        const bp_plan_stats *cs = &p->bodies[i]->stats;
+        st->n_control_flow += cs->n_control_flow;
+        st->n_body_planned += cs->n_planned + cs->n_body_planned;
+    }
+}
+
 /* naive_bytes and alias_saved_bytes (docs/FORMATS.md): over the tensors
  * whose storage is in the arena, the aligned bytes of the view roots (each
  * its own buffer, never freed: what the arena would hold with no reuse and

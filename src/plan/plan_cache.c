@@ -658,12 +658,8 @@ static bp_status pc_decode(const unsigned char *b, size_t end, size_t *pos, cons
         *pos += 8;
         s = pc_decode(b, end, pos, g->bodies[i].g, depth + 1, &p->bodies[i], why, cap, err);
         if (!s && !p->bodies[i]) bad = why;
-        if (!s && !bad) {
-            p->stats.n_control_flow += p->bodies[i]->stats.n_control_flow;
-            p->stats.n_body_planned += p->bodies[i]->stats.n_planned + p->bodies[i]->stats.n_body_planned;
-        }
     }
-    if (!s && !bad && nb) p->stats.n_control_flow += bp_graph_n_control_flow(g);
+    if (!s && !bad) bp__plan_count_bodies(g, p);
     if (!s && !bad) s = bp__plan_build_events(p, g, err);
     if (s || bad) { bp_plan_free(p); return s; }
     *out = p;

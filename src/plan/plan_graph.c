@@ -97,7 +97,6 @@ static bp_status plan_bodies(bp_plan *p, const bp_graph *g, const bp_plan_option
     }
     p->n_bodies = (int32_t)n;
     bp_plan_options o = body_options(opts);
-    p->stats.n_control_flow = bp_graph_n_control_flow(g);
     for (size_t i = 0; i < n; i++) {
         const bp__body *b = &g->bodies[i];
         uint64_t need = 0, slots = 0, have = g->t[b->reserve].bytes;
@@ -109,10 +108,8 @@ static bp_status plan_bodies(bp_plan *p, const bp_graph *g, const bp_plan_option
                            g->name, bp__names_get(&g->onames, b->op), bp_body_kind_name(b->kind), (unsigned long long)need,
                            bp__names_get(&g->tnames, b->reserve), (unsigned long long)have);
         p->body_base[i] = p->tp[b->reserve].offset + slots;
-        const bp_plan_stats *cs = &p->bodies[i]->stats;
-        p->stats.n_control_flow += cs->n_control_flow;
-        p->stats.n_body_planned += cs->n_planned + cs->n_body_planned;
     }
+    bp__plan_count_bodies(g, p);
     return BP_OK;
 }
 

@@ -55,6 +55,9 @@ bp_plan *bp__plan_alloc(const bp_allocator *a, int32_t n_t, int32_t n_o);
  * entries, may be NULL) gets each io's slot offset or BP_NO_OFFSET.
  * BP_ERR_UNSUPPORTED when a slot has a dynamic size. */
 bp_status bp__body_slots(const bp_graph *g, const bp__body *b, uint64_t align, uint64_t *slot_off, uint64_t *total, bp_error *err);
+/* n_control_flow and n_body_planned from g's control-flow ops and p's body
+ * plans (all of them filled in; plan.c). */
+void bp__plan_count_bodies(const bp_graph *g, bp_plan *p);
 /* bp_plan_graph_order without the bodies (plan.c); plan_graph.c adds them. */
 bp_status bp__plan_flat(const bp_graph *g, const bp_plan_options *opts, const int32_t *order, bp_plan **out, bp_error *err);
 /* Builds the event table from order and tp (lazy ALLOC, FREE after last use). */

@@ -487,7 +487,6 @@ static bp_status pj_bodies(pj_ctx *c, const json_t *arr)
         return bp__err(c->err, BP_ERR_NOMEM, "%s: out of memory", c->file);
     }
     p->n_bodies = (int32_t)g->n_bodies;
-    p->stats.n_control_flow = bp_graph_n_control_flow(g);
     for (size_t i = 0; i < g->n_bodies; i++) {
         const bp__body *b = &g->bodies[i];
         const json_t *e = json_array_get(arr, i);
@@ -504,10 +503,8 @@ static bp_status pj_bodies(pj_ctx *c, const json_t *arr)
         if (!jp) return pj_bad(c, where, "\"plan\" is missing");
         json_incref(jp);
         if ((s = pj_build(jp, c->file, b->g, &p->bodies[i], c->err))) return s;
-        const bp_plan_stats *cs = &p->bodies[i]->stats;
-        p->stats.n_control_flow += cs->n_control_flow;
-        p->stats.n_body_planned += cs->n_planned + cs->n_body_planned;
     }
+    bp__plan_count_bodies(g, p);
     return BP_OK;
 }
 

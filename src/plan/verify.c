@@ -60,9 +60,7 @@ static void reason(vctx *v, const char *fmt, ...)
  * whose size is the plan's claim (vf_bodies checks that it holds the bodies). */
 static uint64_t vf_bytes(const vctx *v, int32_t t)
 {
-    for (size_t i = 0; i < v->g->n_bodies; i++)
-        if (v->g->bodies[i].reserve == t) return v->p->tp[t].bytes;
-    return v->g->t[t].bytes;
+    return v->g->t[t].is_reserve ? v->p->tp[t].bytes : v->g->t[t].bytes;
 }
 
 #define TN(t) bp__names_get(&v->g->tnames, (t))

@@ -664,11 +664,7 @@ static void viz_num(FILE *f, double v)
 
 /* Whether t is the reservation of a control-flow op's bodies (drawn as a
  * dashed outline, so what the bodies hold shows through). */
-static bool viz_reserve(const bp_graph *g, int32_t t)
-{
-    for (size_t i = 0; i < g->n_bodies; i++) if (g->bodies[i].reserve == t) return true;
-    return false;
-}
+static bool viz_reserve(const bp_graph *g, int32_t t) { return g->t[t].is_reserve; }
 
 /* The tensors planned inside the bodies of control-flow ops, in the outer
  * plan's geometry: x0, ws are where step 0 of plan p starts and one step's
