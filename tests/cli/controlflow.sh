@@ -175,6 +175,22 @@ d["stats"]["n_control_flow"] = 3
 json.dump(d, open(sys.argv[2], "w"))
 PYEOF
 expect_msg 2 "\"n_control_flow\" is 3, the bodies give 2" "$CLI" verify "$tmp/loopif.onnx" "$tmp/badcount.json"
+python3 - "$tmp/loopif.json" "$tmp/badkind.json" "$tmp/nobodies.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["bodies"][0]["kind"] = "scan"
+json.dump(d, open(sys.argv[2], "w"))
+d = json.load(open(sys.argv[1]))
+del d["bodies"]
+json.dump(d, open(sys.argv[3], "w"))
+PYEOF
+expect_msg 2 "must be the loop body of op" "$CLI" verify "$tmp/loopif.onnx" "$tmp/badkind.json"
+expect_msg 2 "\"bodies\" must be an array of 1 entries" "$CLI" verify "$tmp/loopif.onnx" "$tmp/nobodies.json"
+"$CLI" gen chain -o "$tmp/chain.json" >/dev/null 2>&1 && "$CLI" plan "$tmp/chain.json" -o "$tmp/chainp.json" >/dev/null 2>&1 &&
+  python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1])); d['bodies'] = []; json.dump(d, open(sys.argv[1], 'w'))" "$tmp/chainp.json"
+expect_msg 2 "the graph has no control flow" "$CLI" verify "$tmp/chain.json" "$tmp/chainp.json"
 # what cannot be done with bodies is refused, not done wrongly
 expect_msg 2 "backward pass through If, Loop or Scan" "$CLI" plan "$tmp/loopif.onnx" --training
 expect_msg 2 "control flow" "$CLI" report "$tmp/loopif.onnx"

@@ -39,11 +39,22 @@ class WhileLoop(torch.nn.Module):
             i += 1
         return x
 
+class Stacked(torch.nn.Module):
+    """A loop that stacks its steps: a sequence carried through the Loop, which has no fixed size."""
+    def forward(self, x, steps):
+        ys = []
+        for i in range(steps.size(0)):
+            x = x * 2
+            ys.append(x)
+        return torch.stack(ys)
+
 torch.manual_seed(0)
 torch.onnx.export(torch.jit.script(LoopIf()), (torch.randn(2, 16), torch.zeros(5)), f"{d}/loopif.onnx", opset_version=16,
                   input_names=["x", "steps"], output_names=["y"])
 torch.onnx.export(torch.jit.script(WhileLoop()), (torch.randn(4, 8),), f"{d}/while.onnx", opset_version=16,
                   input_names=["x"], output_names=["y"])
+torch.onnx.export(torch.jit.script(Stacked()), (torch.randn(2, 4), torch.zeros(3)), f"{d}/stacked.onnx", opset_version=16,
+                  input_names=["x", "steps"], output_names=["ys"])
 PYEOF
 "$PY" "$tmp/export.py" "$tmp" 2>"$tmp/export.log" || { cat "$tmp/export.log"; bad "torch export failed"; exit $fail; }
 for m in loopif while; do
@@ -55,4 +66,6 @@ for m in loopif while; do
   done
 done
 grep -q "control flow 2 ops" "$tmp/loopif.txt" || bad "loopif: expected the Loop and the If in it: $(cat "$tmp/loopif.txt")"
+# a carried sequence has no fixed size: refused, naming the body input, not planned as nothing
+expect_msg 2 "has no fixed size" "$CLI" plan "$tmp/stacked.onnx" --allow-dynamic
 exit $fail

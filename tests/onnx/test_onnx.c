@@ -532,6 +532,18 @@ static void test_control_flow(void)
         CHECK(!strcmp(bp_graph_op_type(bi.graph, 0), "Neg"));
         int32_t outer = bp_graph_find_tensor(bi.graph, "outer");
         CHECK(outer >= 0 && (bp_graph_tensor_flags(bi.graph, outer) & BP_TENSOR_INPUT));
+        /* before its reservation is sized, the graph is refused, saying how to size it */
+        bp_plan *early = NULL;
+        CHECK(bp_plan_graph(gr, NULL, &early, &err) == BP_ERR_USAGE && strstr(err.msg, "bp_graph_reserve_bodies") &&
+              strstr(err.msg, "\"if#bodies\" holds 0") && !early);
+        /* what cannot carry bodies refuses them: the JSON graph format, a re-binding copy */
+        FILE *devnull = fopen("/dev/null", "w");
+        if (devnull) {
+            CHECK(bp_graph_write_json_file(gr, devnull, &err) == BP_ERR_UNSUPPORTED && strstr(err.msg, "cannot hold bodies"));
+            fclose(devnull);
+        }
+        bp_graph *copy = NULL;
+        CHECK(bp_graph_clone_bind(gr, 0, NULL, NULL, &copy, &err) == BP_ERR_UNSUPPORTED && strstr(err.msg, "control flow") && !copy);
         plan_default(gr, "if");
         /* the reservation holds the larger branch: one 32-byte tensor, aligned to 256 */
         CHECK(bp_graph_tensor_bytes(gr, bp_graph_find_tensor(gr, "if#bodies")) == 256);
