@@ -200,6 +200,40 @@ BP_API int32_t bp_graph_op_output(const bp_graph *g, int32_t op, int i);
  * the graph's own index. */
 BP_API int32_t bp_graph_tensor_consumers(const bp_graph *g, int32_t t, const int32_t **ops);
 
+/* Op attributes: typed name/value pairs that kernels read at run time (the
+ * ONNX node's attributes; "attrs" of an op in graph JSON).  The planner
+ * ignores them.  Pointers returned point into the graph and stay valid until
+ * the graph is freed or gets another attribute. */
+typedef enum bp_attr_type {
+    BP_ATTR_NONE = 0, BP_ATTR_INT, BP_ATTR_FLOAT, BP_ATTR_STRING, BP_ATTR_INTS, BP_ATTR_FLOATS
+} bp_attr_type;
+typedef struct bp_attr {
+    const char *name;
+    bp_attr_type type;
+    int64_t i;               /* INT */
+    float f;                 /* FLOAT */
+    const char *s;           /* STRING: n bytes, NUL-terminated (n = 0 on input: strlen) */
+    int n;                   /* INTS / FLOATS: number of values; STRING: bytes */
+    const int64_t *ints;     /* INTS (INT: &i's copy) */
+    const float *floats;     /* FLOATS (FLOAT: &f's copy) */
+} bp_attr;
+/* Adds an attribute to an op (the values are copied); a name given twice
+ * for the same op is BP_ERR_INVALID. */
+BP_API bp_status bp_graph_add_op_attr(bp_graph *g, int32_t op, const bp_attr *a, bp_error *err);
+/* By index (0 .. count-1, in the order they were added): */
+BP_API int bp_graph_op_attr_count(const bp_graph *g, int32_t op);
+BP_API const char *bp_graph_op_attr_name(const bp_graph *g, int32_t op, int i);     /* NULL: no such index */
+BP_API bp_attr_type bp_graph_op_attr_type(const bp_graph *g, int32_t op, int i);    /* NONE: no such index */
+BP_API int bp_graph_op_attr_get(const bp_graph *g, int32_t op, int i, bp_attr *out); /* 1 found, 0 not */
+/* By name: the index (and *out when not NULL), or -1 when the op has none. */
+BP_API int bp_graph_op_attr_find(const bp_graph *g, int32_t op, const char *name, bp_attr *out);
+/* Typed by name; the default (or NULL, or -1 values) when absent or of another type. */
+BP_API int64_t bp_graph_op_attr_int(const bp_graph *g, int32_t op, const char *name, int64_t dflt);
+BP_API float bp_graph_op_attr_float(const bp_graph *g, int32_t op, const char *name, float dflt);
+BP_API const char *bp_graph_op_attr_string(const bp_graph *g, int32_t op, const char *name);
+BP_API int bp_graph_op_attr_ints(const bp_graph *g, int32_t op, const char *name, const int64_t **vals);
+BP_API int bp_graph_op_attr_floats(const bp_graph *g, int32_t op, const char *name, const float **vals);
+
 /* ----------------------------------------------------------- control flow */
 
 /* A control-flow op (ONNX If, Loop, Scan) runs other graphs, its bodies.

@@ -223,6 +223,9 @@ typedef struct bp_dyn_result {
     const bp_graph *concrete;  /* the graph at the actual (bucketed) shapes */
     char signature[BP_SIG_MAX];/* after bucketing */
     bp_dyn_report report;      /* arena, dynamic peak (0 for a static plan) */
+    const bp_graph *actual;    /* the graph at the shapes as given (before bucketing; the
+                                  same as concrete when no bucket rounded a value): the
+                                  shapes kernels compute on (bp_exec_set_shapes) */
 } bp_dyn_result;
 
 /* One run's shapes, as symbol values (every symbol of bp_planner_symbols). */

@@ -42,8 +42,17 @@ typedef struct bp_exec_buf {
                                 bytes of the input when the pointers differ. */
 } bp_exec_buf;
 
+/* The concrete shape of an input or output: what the kernel computes on. */
+typedef struct bp_exec_shape {
+    bp_dtype dtype;
+    int rank;                /* -1: the graph gives the tensor in bytes, without a shape */
+    const int64_t *dims;     /* rank values (NULL when rank is -1); BP_DIM_SYMBOLIC where a
+                                symbol is unbound until bp_exec_set_shapes binds it */
+} bp_exec_shape;
+
 /* What a kernel is called with.  in/out point into the executor's own
- * arrays; they are valid for the duration of the call. */
+ * arrays; they are valid for the duration of the call.  The op's attributes
+ * are bp_graph_op_attr_*(graph, op, ...). */
 typedef struct bp_exec_call {
     const bp_graph *graph;
     int32_t op;              /* op id */
@@ -52,6 +61,10 @@ typedef struct bp_exec_call {
     const bp_exec_buf *in;
     const bp_exec_buf *out;
     int thread;              /* worker index, 0 .. threads-1 */
+    /* the dims and dtype of in[i] and out[i] at this run's shapes (bytes stays the
+       room the plan gives, which a bucket plan sizes for the bucket's bound) */
+    const bp_exec_shape *in_shape;
+    const bp_exec_shape *out_shape;
 } bp_exec_call;
 
 /* A kernel returns 0 on success; anything else stops the run (after the ops
@@ -111,6 +124,14 @@ BP_API bp_status bp_exec_set_input(bp_exec *ex, int32_t tensor, const void *data
 /* Run-time size of a dynamic tensor (its symbolic size bound now).  Default:
  * the graph's size. */
 BP_API bp_status bp_exec_set_dynamic_bytes(bp_exec *ex, int32_t tensor, uint64_t bytes, bp_error *err);
+/* The shapes kernels see (bp_exec_call.in_shape / out_shape) from `shapes`: a
+ * graph with the same tensor names and ranks, bound to this run's shapes
+ * (bp_dyn_result.actual from the warm-up planner; NULL = the executor's own
+ * graph, as after bp_exec_new).  The run-time sizes of the executor graph's
+ * dynamic tensors follow (bp_exec_set_dynamic_bytes with the bytes they have
+ * in `shapes`).  A missing tensor or another rank is BP_ERR_INVALID naming
+ * it, and changes nothing. */
+BP_API bp_status bp_exec_set_shapes(bp_exec *ex, const bp_graph *shapes, bp_error *err);
 
 typedef struct bp_exec_run_stats {
     double seconds;          /* wall time of the run */

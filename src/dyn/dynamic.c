@@ -72,6 +72,7 @@ bp_status bp_graph_clone_bind(const bp_graph *g, int n, const char *const *syms,
                             bp__op_in(g, (int32_t)o), x->n_out, bp__op_out(g, (int32_t)o), x->cost, NULL, err);
     }
     for (size_t i = 0; i < g->n_inpl && !s; i++) s = bp_graph_set_inplace(c, g->inpl[i].op, g->inpl[i].out, g->inpl[i].in, err);
+    if (!s) s = bp__attrs_copy(c, g, err);
     for (size_t k = 0; k < g->syms.n && !s; k++)
         if (k < g->cap_sym_val && g->sym_val[k] >= 0) s = bp_graph_bind_dim(c, bp__names_get(&g->syms, (int32_t)k), g->sym_val[k], err);
     for (int i = 0; i < n && !s; i++) s = bp_graph_bind_dim(c, syms[i], vals[i], err);
@@ -206,6 +207,7 @@ struct bp_planner {
     dyn_entry *e;
     size_t n_e, cap_e;
     dyn_entry last_cons;    /* the conservative concrete graph of the last run */
+    dyn_entry last_actual;  /* the graph at the last unbucketed shapes that a bucket rounded */
     int frozen;
     bp_planner_stats st;
 };
@@ -278,6 +280,7 @@ void bp_planner_free(bp_planner *pl)
     if (!pl) return;
     for (size_t i = 0; i < pl->n_e; i++) dyn_entry_clear(pl, &pl->e[i]);
     dyn_entry_clear(pl, &pl->last_cons);
+    dyn_entry_clear(pl, &pl->last_actual);
     const bp_allocator *a = &pl->g->alloc;
     bp__free(a, pl->e, pl->cap_e * sizeof *pl->e);
     bp__free(a, pl->syms, (size_t)(pl->n_syms ? pl->n_syms : 1) * sizeof *pl->syms);
@@ -425,7 +428,7 @@ static void dyn_fill(bp_dyn_result *res, bp_dyn_how how, const bp_graph *graph, 
     res->report = *rep;
 }
 
-bp_status bp_planner_get(bp_planner *pl, int n, const char *const *syms, const int64_t *vals, bp_dyn_result *res, bp_error *err)
+static bp_status dyn_get(bp_planner *pl, int n, const char *const *syms, const int64_t *vals, bp_dyn_result *res, bp_error *err)
 {
     memset(res, 0, sizeof *res);
     if (!pl || n < 0 || (n && (!syms || !vals))) return bp__err(err, BP_ERR_USAGE, "planner: bad arguments");
@@ -538,6 +541,43 @@ bp_status bp_planner_get(bp_planner *pl, int n, const char *const *syms, const i
     pl->st.conservative_runs++;
     dyn_fill(res, BP_DYN_RAN_CONSERVATIVE, g, pl->cons_plan, pl->last_cons.graph, sig, &pl->last_cons.rep);
     return BP_OK;
+}
+
+/* res->actual: res->concrete when no bucket rounded a value of the binding
+ * (already checked by dyn_get), else the source's graph at the values as
+ * given (kept for the next call with the same values). */
+static bp_status dyn_actual(bp_planner *pl, int n, const char *const *syms, const int64_t *vals, bp_dyn_result *res,
+                            bp_error *err)
+{
+    const bp_allocator *a = &pl->g->alloc;
+    size_t vb = (size_t)(pl->n_syms ? pl->n_syms : 1) * sizeof(int64_t);
+    int64_t *raw = bp__alloc(a, vb);
+    if (!raw) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", pl->g->name);
+    bool rounded = false;
+    for (int k = 0; k < pl->n_syms; k++) {
+        for (int i = 0; i < n; i++)
+            if (!strcmp(pl->syms[k], syms[i])) raw[k] = vals[i];
+        rounded |= bp_config_bucket(&pl->cfg, pl->syms[k], raw[k]) != raw[k];
+    }
+    char sig[BP_SIG_MAX];
+    bp_status s = rounded ? bp_signature(pl->n_syms, pl->syms, raw, sig, err) : BP_OK;
+    if (!s && rounded && !(pl->last_actual.sig && !strcmp(pl->last_actual.sig, sig))) {
+        dyn_entry_clear(pl, &pl->last_actual);
+        pl->last_actual.sig = dyn_strdup(a, sig);
+        if (!pl->last_actual.sig) s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", pl->g->name);
+        if (!s) s = pl->src(pl->src_ctx, pl->n_syms, pl->syms, raw, &pl->last_actual.graph, err);
+        if (s) dyn_entry_clear(pl, &pl->last_actual);
+    }
+    bp__free(a, raw, vb);
+    if (!s) res->actual = rounded ? pl->last_actual.graph : res->concrete;
+    return s;
+}
+
+bp_status bp_planner_get(bp_planner *pl, int n, const char *const *syms, const int64_t *vals, bp_dyn_result *res, bp_error *err)
+{
+    bp_status s = dyn_get(pl, n, syms, vals, res, err);
+    if (!s) s = dyn_actual(pl, n, syms, vals, res, err);
+    return s;
 }
 
 bp_status bp_planner_get_shapes(bp_planner *pl, int n, const char *const *tensors, const int *ranks, const int64_t *const *dims,

@@ -193,7 +193,8 @@ static bp_status ex_op(bp_exec *ex, int32_t op, int thr, bp__exec_local *L, bp_e
     if (h)
         for (int k = 0; k < x->n_in; k++) h[k] = bp_digest_hash(b[k].data, b[k].bytes, 0);
     bp_exec_call c = {ex->g, op, bp__names_get(&ex->g->onames, op), bp__names_get(&ex->g->types, x->type),
-                      x->n_in, x->n_out, b, b + x->n_in, thr};
+                      x->n_in, x->n_out, b, b + x->n_in, thr, ex->ioshape + ex->io_off[op],
+                      ex->ioshape + ex->io_off[op] + x->n_in};
     if (ex->o.history) { ex->op_t0[op] = ex_tick(ex); ex->op_thr[op] = thr; }
     if (ex->is_cf && ex->is_cf[op]) {
         bp_status cs = bp__exec_cf_run(ex, op, err);
@@ -395,6 +396,18 @@ bp_status bp_exec_run(bp_exec *ex, bp_exec_run_stats *st, bp_error *err)
     }
     ex->ran = 1;
     return BP_OK;
+}
+
+bp_status bp_exec_set_shapes(bp_exec *ex, const bp_graph *shapes, bp_error *err)
+{
+    if (!ex) return bp__err(err, BP_ERR_USAGE, "exec: set shapes: NULL executor");
+    bp_status s = bp__exec_shapes_fill(ex, shapes, err);
+    for (int32_t t = 0; t < ex->nt && !s && shapes; t++) {
+        int32_t u = bp_graph_find_tensor(shapes, bp_graph_tensor_name(ex->g, t));
+        if (ex->g->t[t].dynamic && ex->sk[ex->root[t]] != BP__SK_ARENA && !bp_graph_tensor_is_dynamic(shapes, u))
+            s = bp_exec_set_dynamic_bytes(ex, t, bp_graph_tensor_bytes(shapes, u), err);
+    }
+    return s;
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -970,7 +983,8 @@ static bp_status ex_new_in(const bp_graph *g, const bp_plan *plan, const bp_exec
         !EX_ARR(ex, ex->io_off, no + 1) || !EX_ARR(ex, ex->bufs, g->n_io) || !EX_ARR(ex, ex->kfn, no) ||
         !EX_ARR(ex, ex->kuser, no) || !EX_ARR(ex, ex->al_off, no + 1) || !EX_ARR(ex, ex->fr_off, no + 1) ||
         !EX_ARR(ex, ex->tc_off, no + 1) || !EX_ARR(ex, ex->succ_off, no + 1) || !EX_ARR(ex, ex->pend0, no) ||
-        !EX_ARR(ex, ex->pend, no) || !EX_ARR(ex, ex->queue, no)) {
+        !EX_ARR(ex, ex->pend, no) || !EX_ARR(ex, ex->queue, no) || !EX_ARR(ex, ex->tdims, g->n_dims) ||
+        !EX_ARR(ex, ex->ioshape, g->n_io)) {
         s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory preparing the executor", g->name);
         goto fail;
     }
@@ -995,6 +1009,7 @@ static bp_status ex_new_in(const bp_graph *g, const bp_plan *plan, const bp_exec
     if ((s = ex_setup_memory(ex, err))) goto fail;
     if ((s = ex_setup_handles(ex, err))) goto fail;
     if ((s = ex_setup_ops(ex, err))) goto fail;
+    if ((s = bp__exec_shapes_fill(ex, NULL, err))) goto fail;
     if (ex->threads > 1 && (s = ex_setup_deps(ex, err))) goto fail;
     if (g->n_bodies && (s = bp__exec_cf_setup(ex, &ex_cf_vt, err))) goto fail;
     if (pthread_mutex_init(&ex->mu, NULL)) { s = bp__err(err, BP_ERR_NOMEM, "%s: cannot create a mutex", g->name); goto fail; }

@@ -108,6 +108,9 @@ struct bp_exec {
     uint64_t **slot_off;           /* per body: each io's slot offset in the reservation, or BP_NO_OFFSET */
     int32_t n_child;
     const struct bp__exec_cf_vt *cf_vt;
+    /* the shapes kernels see (shapes.c) */
+    int64_t *tdims;                /* laid out like g->dims, symbols replaced by their values */
+    bp_exec_shape *ioshape;        /* n_io: per op input/output slot, like bufs */
     /* every metadata block, freed together */
     bp__exec_block *blocks; size_t n_blocks, cap_blocks;
 };
@@ -123,6 +126,10 @@ typedef struct bp__exec_cf_vt {
 bp_status bp__exec_cf_setup(bp_exec *ex, const bp__exec_cf_vt *vt, bp_error *err);
 bp_status bp__exec_cf_run(bp_exec *ex, int32_t op, bp_error *err);
 void bp__exec_cf_free(bp_exec *ex);
+
+/* shapes.c: fills tdims and ioshape from src (NULL = ex->g), a graph with
+ * the same tensor names and ranks; checks every tensor before changing any. */
+bp_status bp__exec_shapes_fill(bp_exec *ex, const bp_graph *src, bp_error *err);
 
 /* True when t is a tenant of its own bytes (written, not a view sharing them). */
 static inline bool bp__exec_is_tenant(const bp_exec *ex, int32_t t)

@@ -139,6 +139,7 @@ void bp_graph_free(bp_graph *g)
     bp__free(a, g->inpl, g->cap_inpl * sizeof *g->inpl);
     bp__free(a, g->sym_val, g->cap_sym_val * sizeof *g->sym_val);
     bodies_free(g);
+    bp__attrs_free(g);
     bp_allocator copy = *a;
     bp__free(&copy, g, sizeof *g);
 }

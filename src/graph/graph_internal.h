@@ -62,6 +62,7 @@ struct bp_graph {
     size_t cons_cap_bytes;
     uint8_t *type_class;  /* per op type id: BP__TYPE_VIEW | BP__TYPE_ELEMENTWISE */
     size_t type_class_n;
+    struct bp__attrs *attrs;  /* op attributes (attrs.c), NULL when none */
 };
 
 /* BROADCAST: a view whose elements may repeat (strides of 0), so it may
@@ -97,6 +98,17 @@ int32_t bp__op_bodies(const bp_graph *g, int32_t op, int32_t *idx, int32_t cap);
 /* Reads a bufplan-graph JSON file with explicit limits (graph_json.c). */
 bp_status bp__graph_read_json_lim(const char *path, const bp_limits *lim, const bp_allocator *alloc, bp_graph **out,
                                   bp_error *err);
+
+/* Op attributes (attrs.c). */
+typedef struct bp__attrs bp__attrs;
+void bp__attrs_free(bp_graph *g);
+/* Copies every attribute of src to the op with the same id in dst. */
+bp_status bp__attrs_copy(bp_graph *dst, const bp_graph *src, bp_error *err);
+/* graph JSON (attrs_json.c): the "attrs" object of op (a jansson json_t),
+ * and writing it as ', "attrs": {...}' (nothing when the op has none). */
+struct json_t;
+bp_status bp__attrs_read_json(bp_graph *g, int32_t op, const struct json_t *obj, const char *file, bp_error *err);
+void bp__attrs_write_json(const bp_graph *g, int32_t op, FILE *f);
 
 /* ------------------------------------------------------------- storages */
 

@@ -152,7 +152,7 @@ static bp_status gj_keys(gj_ctx *c, const json_t *obj, const char *const *known,
 static const char *const gj_root_keys[] = {"format", "version", "name", "tensors", "ops", "inputs", "weights",
                                            "outputs", "constants", NULL};
 static const char *const gj_tensor_keys[] = {"name", "dtype", "shape", "bytes", "view_of", NULL};
-static const char *const gj_op_keys[] = {"name", "type", "inputs", "outputs", "cost", "inplace", NULL};
+static const char *const gj_op_keys[] = {"name", "type", "inputs", "outputs", "cost", "inplace", "attrs", NULL};
 
 static bp_status gj_tensor(gj_ctx *c, const json_t *t, size_t idx)
 {
@@ -292,6 +292,8 @@ static bp_status gj_op(gj_ctx *c, const json_t *o, size_t idx)
     int32_t id;
     bp_status s = bp_graph_add_op(c->g, name, type, (int)n_in, c->io, (int)n_out, c->io + n_in, cost, &id, c->err);
     if (s) return s;
+    const json_t *ja = json_object_get(o, "attrs");
+    if (ja && (s = bp__attrs_read_json(c->g, id, ja, c->file, c->err))) return s;
     const json_t *ji = json_object_get(o, "inplace");
     if (ji && !json_is_null(ji)) {
         if (!json_is_object(ji))
@@ -549,6 +551,7 @@ bp_status bp_graph_write_json_file(const bp_graph *g, FILE *f, bp_error *err)
             fputc(']', f);
         }
         if (op->cost > 0 && isfinite(op->cost)) fprintf(f, ", \"cost\": %.17g", op->cost);
+        bp__attrs_write_json(g, (int32_t)o, f);
         if (k < g->n_inpl && inpl[k].op == (int32_t)o) {
             fputs(", \"inplace\": {", f);
             for (bool first = true; k < g->n_inpl && inpl[k].op == (int32_t)o; k++, first = false) {

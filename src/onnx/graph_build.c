@@ -4,7 +4,8 @@
  * type and rank, otherwise dynamic ("?NAME" elements of its type, or bytes of
  * u8 when the type is unknown too); inputs, weights
  * (initializers), constants (outputs of constant nodes, unless
- * plan_constants) and graph outputs flagged; one op per node with its cost;
+ * plan_constants) and graph outputs flagged; one op per node with its cost
+ * and its attributes (attr_import.c);
  * then bp_graph_finalize.  The byte totals of the stats (weights, constants,
  * activations) are summed on the way.
  */
@@ -147,6 +148,7 @@ static bp_status ox_graph_ops(bp__ox *c, bp_graph *g, bp_error *err)
         if (nd->n_bodies && (s = ox_reserve_tensor(c, g, nd, &reserve, err))) break;
         if (reserve >= 0) op_[no++] = reserve;
         s = bp_graph_add_op(g, nd->name, type, ni, ip, no, op_, nd->cost, &op_id, err);
+        if (!s) s = bp__ox_op_attrs(c, g, op_id, nd->np, err);
         if (!s && nd->n_bodies) s = ox_attach_bodies(c, g, nd, op_id, reserve, err);
         if (s) break;
     }

@@ -475,6 +475,8 @@ bp_status bp__ox_infer_nodes(bp__ox *c, const int32_t *order, bp_error *err);
 /* Builds and finalizes the graph: tensors (inputs, initializers, node outputs),
  * the last n_outputs kept value infos as graph outputs, then the ops; fills the byte stats. */
 bp_status bp__ox_build_graph(bp__ox *c, size_t n_outputs, bp_graph **out, bp_error *err);
+/* The node's attributes onto op op of g (attr_import.c). */
+bp_status bp__ox_op_attrs(bp__ox *c, bp_graph *g, int32_t op, const Onnx__NodeProto *np, bp_error *err);
 
 /* A double as int64 without undefined behaviour: truncated toward zero,
  * saturated at the int64 range; NaN gives INT64_MIN (never a valid size, so a
