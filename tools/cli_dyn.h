@@ -21,4 +21,21 @@ int cli_config_prescan(bp_config *cfg, int argc, char **argv, const char *cmd);
 int cli_config_opt(bp_config *cfg, int argc, char **argv, int *i, const char *cmd);
 extern const char cli_config_opts_help[];
 
+/* cli_buckets.c: rounds every --dim SYM=V whose symbol has buckets in cfg up
+ * to its bucket (the new text in buf[i], go->dims[i] pointed at it), with a
+ * note on stderr for each; a bucketed symbol that no --dim binds gets a note
+ * saying why its buckets are not used.  Returns the number rounded. */
+#define CLI_DIM_TEXT 160
+int cli_apply_buckets(const bp_config *cfg, cli_graph_opts *go, char (*buf)[CLI_DIM_TEXT], const char *cmd);
+
+/* cmd_run_shapes.c: `bufplan run GRAPH --shapes FILE`. */
+typedef struct cli_replay_opts {
+    const char *file;         /* one binding per line: SYM=N SYM=N ... ("freeze" freezes the planner) */
+    int threads;
+    const char *kernel;       /* "digest" or "empty" */
+    double kernel_us;
+    uint64_t seed;
+} cli_replay_opts;
+int cli_run_shapes(const cli_graph_opts *go, const bp_config *cfg, const cli_replay_opts *ro);
+
 #endif

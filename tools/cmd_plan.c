@@ -141,6 +141,8 @@ int cmd_plan(int argc, char **argv)
     if (strcmp(format, "text") && !out) out = "-";
     po.plan_constants = go.plan_constants;
     po.progress = 1;
+    char dim_text[64][CLI_DIM_TEXT];
+    cli_apply_buckets(&cfg, &go, dim_text, "plan");
 
     bp_error err = {0};
     bp_graph *g = NULL;

@@ -8,6 +8,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "cli_dyn.h" /* --config, --preset, --shapes */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@
 static const char run_help[] =
     "usage: bufplan run GRAPH [plan options] [--plan PLAN.json] [--threads N] [--safe | --dynamic [--malloc | --learn]]\n"
     "                  [--verify] [--history FILE] [--repeat K] [--stats] [--kernel digest|empty]\n"
-    "                  [--kernel-us N] [--fence-aware]\n"
+    "                  [--kernel-us N] [--fence-aware] [--config FILE] [--shapes FILE]\n"
     "\n"
     "Executes the graph with reference kernels: digest kernels (every output a\n"
     "hash-stream of the op and its inputs, so a corrupted tensor changes the\n"
@@ -42,7 +43,14 @@ static const char run_help[] =
     "  --stats                pool statistics after the runs\n"
     "  --kernel digest|empty  the reference kernel (default digest)\n"
     "  --kernel-us N          each kernel also busy-waits N microseconds\n"
-    "  --fence-aware          plan with the assignment that avoids fences\n";
+    "  --fence-aware          plan with the assignment that avoids fences\n"
+    "  --shapes FILE          replay shapes through the warm-up planner: one binding\n"
+    "                         per line (SYM=N SYM=N ...; \"freeze\" freezes the\n"
+    "                         planner); per shape: replanned, memory-hit, disk-hit,\n"
+    "                         covered or conservative, and the memory used\n"
+    "  --config FILE, --preset NAME, --buckets SYM=B1,B2, --cache DIR, ...\n"
+    "                         the configuration (bufplan config --help); buckets\n"
+    "                         round --dim values up (and the shapes of --shapes)\n";
 
 typedef struct run_spin { double us; } run_spin;
 
@@ -62,9 +70,11 @@ int cmd_run(int argc, char **argv)
 {
     cli_graph_opts go;
     cli_graph_opts_init(&go);
-    bp_plan_options po;
-    bp_plan_options_init(&po);
-    const char *plan_path = NULL, *history = NULL, *kernel = "digest";
+    bp_config cfg;   /* defaults < --preset < --config file < flags */
+    int crc = cli_config_prescan(&cfg, argc, argv, "run");
+    if (crc) return crc;
+    bp_plan_options po = cfg.plan;
+    const char *plan_path = NULL, *history = NULL, *kernel = "digest", *shapes = NULL;
     int threads = 1, safe = 0, dynamic = 0, use_malloc = 0, learn = 0, verify = 0, stats = 0;
     uint64_t repeat = 1;
     double kernel_us = 0;
@@ -84,13 +94,15 @@ int cmd_run(int argc, char **argv)
         if (r < 0) return CLI_BAD;
         if (r > 0) continue;
         r = cli_plan_opt(&po, argc, argv, &i, "run");
+        if (!r) r = cli_config_opt(&cfg, argc, argv, &i, "run");
         if (r < 0) return CLI_BAD;
         if (r > 0) continue;
         if (!strcmp(a, "--plan") || !strcmp(a, "--history") || !strcmp(a, "--kernel") || !strcmp(a, "--repeat") ||
-            !strcmp(a, "--kernel-us")) {
+            !strcmp(a, "--kernel-us") || !strcmp(a, "--shapes")) {
             if (i + 1 >= argc) return cli_usage_error("run", "%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--plan")) plan_path = v;
+            else if (!strcmp(a, "--shapes")) shapes = v;
             else if (!strcmp(a, "--history")) history = v;
             else if (!strcmp(a, "--kernel")) {
                 if (strcmp(v, "digest") && strcmp(v, "empty")) return cli_usage_error("run", "--kernel must be digest or empty, not \"%s\"", v);
@@ -118,6 +130,15 @@ int cmd_run(int argc, char **argv)
     if (use_malloc && !dynamic) return cli_usage_error("run", "--malloc needs --dynamic");
     if (learn && (!dynamic || use_malloc)) return cli_usage_error("run", "--learn needs --dynamic (and the pool, not --malloc)");
     if (verify && (safe || dynamic)) return cli_usage_error("run", "--verify checks the planned mode; drop --safe/--dynamic");
+    cfg.plan = po;
+    if (shapes) {
+        if (plan_path || safe || dynamic || verify || history || repeat > 1 || stats)
+            return cli_usage_error("run", "--shapes replays shapes through the warm-up planner, one planned run each; it takes none of --plan, --safe, --dynamic, --verify, --history, --repeat, --stats");
+        cli_replay_opts ro = {shapes, threads, kernel, kernel_us, po.seed};
+        return cli_run_shapes(&go, &cfg, &ro);
+    }
+    char dim_text[64][CLI_DIM_TEXT];
+    cli_apply_buckets(&cfg, &go, dim_text, "run");
 
     bp_error e;
     bp_graph *g = NULL;
