@@ -13,6 +13,7 @@
 #include "bufplan_viz.h"
 #include "viz/viz_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char *rep_status_word(bp_status s)
@@ -251,7 +252,97 @@ bp_status bp_report_write(const bp_report *r, const char *format, const char *pa
 
 /* ----------------------------------------------------------- bar chart */
 
-static const char *const rep_pal[] = {"#bab0ac", "#f28e2b", "#4e79a7", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948"};
+static const char *const rep_pal[] = {"#a9a9a9", "#f58231", "#4363d8", "#3cb44b", "#911eb4", "#e6194b", "#42d4f4", "#ffe119"};
+
+/* The chart's layout.  The y axis is broken: the plot shows [ylo, ytop],
+ * from just under the smallest arena or lower bound (0 when that is not far
+ * from the top) to just over the largest arena that is not the naive
+ * assigner's, so strategies 10% apart differ by a third of the plot.  Bars
+ * above ytop (naive, often) cross a break band above the plot, cut with a
+ * zigzag and labelled; the naive line is drawn in that band. */
+typedef struct rep_chart {
+    FILE *f;
+    double L, top, band, ph, pw, gw, W, H, ylo, ytop;
+    bp__viz_ticks tk;
+} rep_chart;
+
+static double rep_y(const rep_chart *c, double b) { return c->top + c->band + c->ph - (b - c->ylo) / (c->ytop - c->ylo) * c->ph; }
+
+/* ylo and ytop from the rows (see rep_chart). */
+static void rep_scale(const bp_report *r, rep_chart *c)
+{
+    double lo = 0, hi = 0;
+    for (int i = 0; i < r->n_rows; i++) {
+        const bp_report_row *w = &r->rows[i];
+        if (w->status) continue;
+        double a = (double)w->arena_bytes, lb = (double)w->lower_bound_bytes;
+        if (lb > 0 && (!lo || lb < lo)) lo = lb;
+        if (!lo || a < lo) lo = a;
+        if (w->assign != BP_ASSIGN_NAIVE && a > hi) hi = a;
+        if (lb > hi) hi = lb;
+    }
+    if (hi <= 0) {   /* only naive rows: the plain scale */
+        for (int i = 0; i < r->n_rows; i++) if (!r->rows[i].status && (double)r->rows[i].arena_bytes > hi) hi = (double)r->rows[i].arena_bytes;
+        lo = 0;
+    }
+    if (hi <= 0) hi = 1;
+    c->ytop = hi * 1.05;
+    bp__viz_ticks_range(0, c->ytop, 6, &c->tk);
+    /* start near the smallest value when it is far from 0; the ticks are redone
+     * for the range shown (twice: the floor moves with the finer step) */
+    c->ylo = lo > 0.4 * hi ? floor(lo * 0.92 / c->tk.step) * c->tk.step : 0;
+    for (int k = 0; k < 2 && c->ylo > 0; k++) {
+        bp__viz_ticks_range(c->ylo, c->ytop, 6, &c->tk);
+        c->ylo = floor(lo * 0.92 / c->tk.step) * c->tk.step;
+    }
+}
+
+/* The y axis: round ticks in one unit, and the breaks. */
+static void rep_axis(const rep_chart *c, uint64_t naive)
+{
+    FILE *f = c->f;
+    char b1[48];
+    double base = c->top + c->band + c->ph;
+    fprintf(f, "<path d=\"M%.1f %.1fV%.1fH%.1f\" stroke=\"#999\" fill=\"none\"/>\n", c->L, c->top + c->band, base, c->L + c->pw);
+    fputs("<g class=\"yticks\" fill=\"#444\" text-anchor=\"end\">", f);
+    for (double b = ceil(c->ylo / c->tk.step) * c->tk.step; b <= c->ytop; b += c->tk.step) {
+        double y = rep_y(c, b);
+        fprintf(f, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"#0000001a\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>", c->L, y, c->L + c->pw, c->L - 4,
+                y + 4, bp__viz_fmt_tick(&c->tk, b, b1, sizeof b1));
+    }
+    fputs("</g>\n", f);
+    if (c->ylo > 0)   /* the axis does not start at 0 */
+        fprintf(f, "<path class=\"break\" d=\"M%.1f %.1fl8 -4M%.1f %.1fl8 -4\" stroke=\"#444\" stroke-width=\"1.5\"/>\n", c->L - 4,
+                base - 6, c->L - 4, base - 2);
+    if ((double)naive > c->ytop) {
+        double y = c->top + c->band / 2;
+        fprintf(f, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"#666\" stroke-dasharray=\"6 4\"/><text x=\"%.1f\" y=\"%.1f\" fill=\"#444\" "
+                   "text-anchor=\"end\"><title>naive %s, above the break</title>naive</text>\n", c->L, y, c->L + c->pw, c->L - 4, y + 4,
+                bp__viz_fmt_bytes(naive, b1, sizeof b1));
+        fprintf(f, "<path class=\"break\" d=\"M%.1f %.1fH%.1f\" stroke=\"#bbb\" stroke-dasharray=\"4 3\"/>\n", c->L, c->top + c->band, c->L + c->pw);
+    } else if (naive) {
+        fprintf(f, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"#666\" stroke-dasharray=\"6 4\"/>\n", c->L, rep_y(c, (double)naive), c->L + c->pw);
+    }
+}
+
+/* One bar; a bar above the plot crosses the band, cut by a zigzag, with its value. */
+static void rep_bar(const rep_chart *c, const bp_report_row *w, double x, double bw)
+{
+    FILE *f = c->f;
+    char b1[32];
+    double base = c->top + c->band + c->ph, a = (double)w->arena_bytes;
+    bool over = a > c->ytop;
+    double yt = over ? c->top + 14 : rep_y(c, a);
+    fprintf(f, "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s + %s: %s</title></rect>\n",
+            x + 1, yt, bw - 2, base - yt, rep_pal[w->assign % 8], bp_sched_name(w->sched), bp_assign_name(w->assign),
+            bp__viz_fmt_bytes(w->arena_bytes, b1, sizeof b1));
+    if (!over) return;
+    double yz = c->top + c->band - 6;
+    fprintf(f, "<path d=\"M%.1f %.1fl%.1f -4l%.1f 4l%.1f -4\" stroke=\"#fff\" stroke-width=\"3\" fill=\"none\"/>\n", x + 1, yz, (bw - 2) / 3,
+            (bw - 2) / 3, (bw - 2) / 3);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\" fill=\"#444\">%s</text>\n", x + bw / 2, c->top + 10,
+            bp__viz_fmt_bytes(w->arena_bytes, b1, sizeof b1));
+}
 
 bp_status bp_report_write_svg_file(const bp_report *r, FILE *f, bp_error *err)
 {
@@ -259,25 +350,32 @@ bp_status bp_report_write_svg_file(const bp_report *r, FILE *f, bp_error *err)
     /* groups: schedulers with rows, in row order */
     bp_sched_kind groups[BP_SCHED_COUNT];
     int ng = 0;
-    uint64_t ymax_u = 1, naive = 0;
+    uint64_t naive = 0;
     for (int i = 0; i < r->n_rows; i++) {
         const bp_report_row *w = &r->rows[i];
         if (!ng || groups[ng - 1] != w->sched) groups[ng++] = w->sched;
-        if (w->status) continue;
-        if (w->arena_bytes > ymax_u) ymax_u = w->arena_bytes;
-        if (w->naive_bytes > naive) naive = w->naive_bytes;
+        if (!w->status && w->naive_bytes > naive) naive = w->naive_bytes;
     }
-    if (naive > ymax_u) ymax_u = naive;
-    double ymax = (double)ymax_u * 1.08;
-    double L = 84, R = 16, top = 52, ph = 300, gw = 44.0 * BP_ASSIGN_COUNT + 24;
-    double W = L + R + (ng ? ng : 1) * gw;
-    if (W < 520) W = 520;
-    double pw = W - L - R, H = top + ph + 60;
-    char b1[32];
+    rep_chart c;
+    memset(&c, 0, sizeof c);
+    c.f = f;
+    c.L = 84;
+    c.top = 52;
+    c.band = 36;
+    c.ph = 300;
+    /* at most 1,400 px wide: groups narrow before the chart grows past it */
+    c.gw = 44.0 * BP_ASSIGN_COUNT + 24;
+    if (ng && c.L + 16 + ng * c.gw > 1400) c.gw = (1400 - c.L - 16) / ng;
+    c.W = c.L + 16 + (ng ? ng : 1) * c.gw;
+    if (c.W < 520) c.W = 520;
+    c.pw = c.W - c.L - 16;
+    c.H = c.top + c.band + c.ph + 60;
+    rep_scale(r, &c);
+    char b1[32], b2[48];
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
                "font-family=\"sans-serif\" font-size=\"11\">\n<path d=\"M0 0H%.0fV%.0fH0Z\" fill=\"#ffffff\"/>\n",
-            W, H, W, H, W, H);
+            c.W, c.H, c.W, c.H, c.W, c.H);
     fputs("<text x=\"12\" y=\"20\" font-size=\"15\" font-weight=\"bold\">", f);
     bp__viz_xml_str(f, r->graph);
     if (r->have_counts && !r->n_planned)
@@ -286,53 +384,34 @@ bp_status bp_report_write_svg_file(const bp_report *r, FILE *f, bp_error *err)
                 r->n_ops, r->n_tensors, r->n_dynamic, r->n_inputs, r->n_weights);
     else
         fprintf(f, ": arena by scheduler and assigner</text>\n<text x=\"12\" y=\"37\" fill=\"#444\">%d ops, %d tensors; "
-                   "black tick: lower bound of the order; dashed: naive %s</text>\n",
-                r->n_ops, r->n_tensors, bp__viz_fmt_bytes(naive, b1, sizeof b1));
-    /* y axis */
-    double st = 1;
-    while (st * 1024 <= ymax / 6) st *= 1024;
-    double fr = ymax / 6 / st, k = fr < 1.5 ? 1 : fr < 3 ? 2 : fr < 7 ? 5 : fr < 15 ? 10 : fr < 35 ? 25 : fr < 75 ? 50 : fr < 150 ? 100 : fr < 350 ? 250 : 500;
-    st *= k;
-    fprintf(f, "<path d=\"M%.1f %.1fV%.1fH%.1f\" stroke=\"#999\" fill=\"none\"/>\n", L, top, top + ph, L + pw);
-    fputs("<g fill=\"#444\" text-anchor=\"end\">", f);
-    for (double b = 0; b <= ymax; b += st) {
-        double y = top + ph - b / ymax * ph;
-        fprintf(f, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"#0000001a\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>", L, y, L + pw, L - 4, y + 4,
-                bp__viz_fmt_bytes((uint64_t)b, b1, sizeof b1));
-    }
-    fputs("</g>\n", f);
+                   "black tick: lower bound of the order; dashed: naive %s%s%s</text>\n",
+                r->n_ops, r->n_tensors, bp__viz_fmt_bytes(naive, b1, sizeof b1), c.ylo > 0 ? "; the y axis is broken: it starts at " : "",
+                c.ylo > 0 ? bp__viz_fmt_tick(&c.tk, c.ylo, b2, sizeof b2) : "");
+    rep_axis(&c, naive);
+    double base = c.top + c.band + c.ph, gstep = c.pw / (ng ? ng : 1);
     for (int gi = 0; gi < ng; gi++) {
-        double gx = L + gi * (pw / (ng ? ng : 1)), bw = (pw / ng - 24) / BP_ASSIGN_COUNT;
+        double gx = c.L + gi * gstep, bw = (gstep - 24) / BP_ASSIGN_COUNT;
         uint64_t lb = 0;
         for (int i = 0; i < r->n_rows; i++) {
             const bp_report_row *w = &r->rows[i];
             if (w->sched != groups[gi]) continue;
             double x = gx + 12 + w->assign * bw;
             if (w->status) {
-                fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#b00\" text-anchor=\"middle\">%s</text>\n", x + bw / 2, top + ph - 4,
+                fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#b00\" text-anchor=\"middle\">%s</text>\n", x + bw / 2, base - 4,
                         w->status == BP_ERR_TIMEOUT ? "t/o" : "x");
                 continue;
             }
             if (w->lower_bound_bytes > lb) lb = w->lower_bound_bytes;
-            double h = (double)w->arena_bytes / ymax * ph;
-            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s + %s: %s</title></rect>\n",
-                    x + 1, top + ph - h, bw - 2, h, rep_pal[w->assign % 8], bp_sched_name(w->sched), bp_assign_name(w->assign),
-                    bp__viz_fmt_bytes(w->arena_bytes, b1, sizeof b1));
+            rep_bar(&c, w, x, bw);
         }
-        if (lb) {
-            double y = top + ph - (double)lb / ymax * ph;
-            fprintf(f, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"#000\" stroke-width=\"2\"/>\n", gx + 8, y, gx + pw / ng - 8);
-        }
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", gx + pw / ng / 2, top + ph + 16, bp_sched_name(groups[gi]));
-    }
-    if (naive) {
-        double y = top + ph - (double)naive / ymax * ph;
-        fprintf(f, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"#666\" stroke-dasharray=\"6 4\"/>\n", L, y, L + pw);
+        if (lb)
+            fprintf(f, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"#000\" stroke-width=\"2\"/>\n", gx + 8, rep_y(&c, (double)lb), gx + gstep - 8);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", gx + gstep / 2, base + 16, bp_sched_name(groups[gi]));
     }
     for (int a = 0; a < BP_ASSIGN_COUNT; a++) {
-        double x = L + a * 110;
-        fprintf(f, "<path d=\"M%.1f %.1fh10v10h-10Z\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x, top + ph + 32,
-                rep_pal[a % 8], x + 14, top + ph + 41, bp_assign_name((bp_assign_kind)a));
+        double x = c.L + a * 110;
+        fprintf(f, "<path d=\"M%.1f %.1fh10v10h-10Z\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x, base + 32,
+                rep_pal[a % 8], x + 14, base + 41, bp_assign_name((bp_assign_kind)a));
     }
     fputs("</svg>\n", f);
     if (ferror(f)) return bp__err(err, BP_ERR_IO, "%s: write error writing the chart", r->graph);

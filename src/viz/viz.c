@@ -114,6 +114,9 @@ const char *bp__viz_fmt_bytes(uint64_t b, char *buf, size_t cap)
     double v = (double)b;
     int u = 0;
     while (v >= 1024 && u < 5) { v /= 1024; u++; }
+    /* rounded half up, as the page's fmtB does (printf rounds ties to even) */
+    double q = v < 10 ? 100 : 10;
+    v = floor(v * q + 0.5) / q;
     if (u == 0) snprintf(buf, cap, "%llu B", (unsigned long long)b);
     else snprintf(buf, cap, v < 10 ? "%.2f %s" : "%.1f %s", v, units[u]);
     return buf;
@@ -769,6 +772,27 @@ static bp_status viz_json_plan(FILE *f, const bp_graph *g, const bp_plan *p, con
     return BP_OK;
 }
 
+/* "palette", each type's colour ("type_color", its rank in p) and the types
+ * with bytes drawn by rank ("type_order"), so the page colours as the SVG. */
+static bp_status viz_json_colors(FILE *f, const bp_graph *g, const bp_plan *p, bp_error *err)
+{
+    size_t nty = g->types.n ? g->types.n : 1;
+    uint8_t *col = bp__alloc(&g->alloc, nty);
+    int32_t *order = bp__alloc(&g->alloc, nty * sizeof *order);
+    int32_t n = col && order ? bp__viz_type_colors(g, p, col, order) : -1;
+    if (n >= 0) {
+        fputs("],\n\"palette\":[", f);
+        for (int i = 0; i < BP__VIZ_NPAL; i++) fprintf(f, "%s\"%s\"", i ? "," : "", bp__viz_pal[i]);
+        fputs("],\"type_color\":[", f);
+        for (size_t i = 0; i < g->types.n; i++) fprintf(f, "%s%d", i ? "," : "", col[i]);
+        fputs("],\"type_order\":[", f);
+        for (int32_t i = 0; i < n; i++) fprintf(f, "%s%d", i ? "," : "", order[i]);
+    }
+    bp__free(&g->alloc, col, nty);
+    bp__free(&g->alloc, order, nty * sizeof *order);
+    return n < 0 ? bp__err(err, BP_ERR_NOMEM, "%s: out of memory drawing the plan", g->name) : BP_OK;
+}
+
 static bp_status viz_json_data(FILE *f, const bp_graph *g, const bp_plan *p, const bp_viz_options *o, const char *title,
                                const viz_history *h, bp__progress *pr, bp_error *err)
 {
@@ -783,6 +807,8 @@ static bp_status viz_json_data(FILE *f, const bp_graph *g, const bp_plan *p, con
         if (i) fputc(',', f);
         bp__viz_json_str(f, bp__names_get(&g->types, (int32_t)i));
     }
+    bp_status cs = viz_json_colors(f, g, p, err);
+    if (cs) return cs;
     fputs("],\n\"ops\":{\"name\":[", f);
     for (size_t i = 0; i < no; i++) {
         if (i) fputc(',', f);
@@ -932,66 +958,91 @@ bp_status bp_viz_write_html(const bp_graph *g, const bp_plan *p, const bp_viz_op
 
 /* --------------------------------------------------------------- SVG */
 
-static const char *const viz_pal[20] = {
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-    "#9c755f", "#bab0ac", "#1f77b4", "#aec7e8", "#ff7f0e", "#98df8a", "#d62728", "#9467bd",
-    "#c5b0d5", "#8c564b", "#e377c2", "#17becf"};
-
-/* A round tick step near span/n: 1, 2, 5 x 10^k. */
-static double viz_nice(double span, int n)
+/* Palette index of tensor t: its producer's type colour (col, from
+ * bp__viz_type_colors; NULL: by type id, for bodies), or its buffer's. */
+static int viz_color(const bp_graph *g, const bp_plan *p, int32_t t, bp_viz_color mode, const uint8_t *col)
 {
-    double raw = span / n, p = pow(10, floor(log10(raw))), fr = raw / p;
-    return (fr < 1.5 ? 1 : fr < 3 ? 2 : fr < 7 ? 5 : 10) * p;
-}
-
-/* A round byte step: 1, 2, 5, 10, 25, 50, 100, 250, 500 x 1024^k. */
-static double viz_nice_bytes(double span, int n)
-{
-    double raw = span / n, p = 1;
-    while (p * 1024 <= raw) p *= 1024;
-    double fr = raw / p;
-    static const double k[] = {1, 2, 5, 10, 25, 50, 100, 250, 500, 1000};
-    static const double lim[] = {1.5, 3, 7, 15, 35, 75, 150, 350, 750};
-    int i = 0;
-    while (i < 9 && fr >= lim[i]) i++;
-    return k[i] * p;
-}
-
-typedef struct viz_type_total { int32_t type; uint64_t bytes; } viz_type_total;
-
-static int viz_cmp_tt(const void *x, const void *y)
-{
-    const viz_type_total *a = x, *b = y;
-    if (a->bytes != b->bytes) return a->bytes > b->bytes ? -1 : 1;
-    return a->type - b->type;
-}
-
-static int viz_color(const bp_graph *g, const bp_plan *p, int32_t t, bp_viz_color mode)
-{
-    if (mode == BP_VIZ_COLOR_BUFFER) return p->tp[t].buffer >= 0 ? p->tp[t].buffer % 20 : 0;
+    if (mode == BP_VIZ_COLOR_BUFFER) return p->tp[t].buffer >= 0 ? p->tp[t].buffer % (BP__VIZ_NPAL - 1) : BP__VIZ_NPAL - 1;
     int32_t op = g->t[t].producer;
-    return op >= 0 ? g->o[op].type % 20 : 19;
+    if (op < 0) return BP__VIZ_NPAL - 1;
+    return col ? col[g->o[op].type] : g->o[op].type % (BP__VIZ_NPAL - 1);
 }
 
 /* For the SVG: one <rect class="body"> per body tensor, reservations of
  * nested bodies as dashed outlines. */
-typedef struct viz_frame { FILE *f; double L, pw, steps, top, TH, ymax; bp_viz_color color; char *b1; size_t cap; } viz_frame;
+typedef struct viz_frame {
+    FILE *f; double L, pw, lo, steps, top, TH, ymax; bp_viz_color color; char *b1; size_t cap;
+    const uint8_t *col;   /* palette index per op type (the body's own types: a body graph interns its own) */
+} viz_frame;
 
 static void viz_svg_body(void *ctx, const bp_graph *g, const bp__body *b, const bp_plan *c, int32_t t, double x0, double x1, uint64_t off)
 {
     const viz_frame *fr = ctx;
     const bp_tensor_plan *tp = &c->tp[t];
-    double x = fr->L + x0 / fr->steps * fr->pw, w = (x1 - x0) / fr->steps * fr->pw;
+    double x = fr->L + (x0 - fr->lo) / fr->steps * fr->pw, w = (x1 - x0) / fr->steps * fr->pw;
     double h = (double)tp->bytes / fr->ymax * fr->TH, y = fr->top + fr->TH - ((double)off + (double)tp->bytes) / fr->ymax * fr->TH;
     if (h < 0.4) { y -= 0.4 - h; h = 0.4; }
     fprintf(fr->f, "<rect class=\"body\" x=\"%.3f\" y=\"%.2f\" width=\"%.3f\" height=\"%.2f\" %s%s\"><title>", x, y, w, h,
-            viz_reserve(b->g, t) ? "fill=\"none\" stroke-dasharray=\"3 2\" stroke=\"" : "fill=\"", viz_pal[viz_color(b->g, c, t, fr->color)]);
+            viz_reserve(b->g, t) ? "fill=\"none\" stroke-dasharray=\"3 2\" stroke=\"" : "fill=\"",
+            bp__viz_pal[viz_color(b->g, c, t, fr->color, NULL)]);
     bp__viz_xml_str(fr->f, bp__names_get(&b->g->tnames, t));
     fprintf(fr->f, " (%s body of ", bp_body_kind_name(b->kind));
     bp__viz_xml_str(fr->f, bp__names_get(&g->onames, b->op));
     fprintf(fr->f, "): %s, body steps %d..%d, offset %llu</title></rect>\n", bp__viz_fmt_bytes(tp->bytes, fr->b1, fr->cap), tp->first,
             tp->last, (unsigned long long)off);
 }
+
+/* One rect per tensor, roots first so views draw on top. */
+static void viz_svg_tensors(const bp__viz_svg *v, const bp_graph *g, const bp_plan *p, const bp_viz_options *o, const uint8_t *col,
+                            int32_t n_drawn, bp__progress *pr)
+{
+    FILE *f = v->f;
+    char b1[32];
+    size_t nt = g->n_t;
+    fprintf(f, "<g%s>\n", n_drawn <= 4000 ? " stroke=\"#00000059\" stroke-width=\"0.5\"" : "");
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t t = 0; t < nt; t++) {
+            if (!viz_drawn(p, (int32_t)t) || (viz_root(p, (int32_t)t) == (int32_t)t) != (pass == 0)) continue;
+            const bp_tensor_plan *tp = &p->tp[t];
+            double x = bp__viz_sx(v, tp->first), w = (tp->last + 1 - tp->first) / v->steps * v->pw;
+            double h = (double)tp->bytes / v->ymax * v->TH, y = v->top + v->TH - ((double)tp->offset + (double)tp->bytes) / v->ymax * v->TH;
+            if (h < 0.4) { y -= 0.4 - h; h = 0.4; }
+            fprintf(f, "<rect class=\"tensor\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" %s%s\"><title>", x, y, w, h,
+                    viz_reserve(g, (int32_t)t) ? "fill=\"none\" stroke-dasharray=\"3 2\" stroke=\"" : "fill=\"",
+                    bp__viz_pal[viz_color(g, p, (int32_t)t, o->color, col)]);
+            bp__viz_xml_str(f, bp__names_get(&g->tnames, (int32_t)t));
+            fprintf(f, ": %s, steps %d..%d, offset %llu</title></rect>\n", bp__viz_fmt_bytes(tp->bytes, b1, sizeof b1), tp->first,
+                    tp->last, (unsigned long long)tp->offset);
+            if ((t & 4095) == 0) bp__progress_update(pr, (pass + (double)t / (double)(nt ? nt : 1)) / 2, "drawing");
+        }
+    }
+    viz_frame fr = {f, v->L, v->pw, v->lo, v->steps, v->top, v->TH, v->ymax, o->color, b1, sizeof b1, col};
+    viz_walk_bodies(g, p, 0, 0, 1, viz_svg_body, &fr);
+    fputs("</g>\n", f);
+}
+
+/* Legend: the op types by bytes drawn, each its own colour; the rest grey. */
+static void viz_svg_legend(const bp__viz_svg *v, const bp_graph *g, const bp_viz_options *o, const int32_t *order, int32_t n_types,
+                           int per_row)
+{
+    FILE *f = v->f;
+    double ly = v->ltop + v->LH + 34;
+    if (o->color == BP_VIZ_COLOR_BUFFER) {
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#444\">colors cycle through buffer indices</text>\n", v->L, ly + 9);
+        return;
+    }
+    int32_t shown = n_types < BP__VIZ_NPAL ? n_types : BP__VIZ_NPAL;
+    for (int32_t i = 0; i < shown; i++) {
+        double lx = v->L + (double)(i % per_row) * 150, yy = ly + (double)(i / per_row) * 16;
+        bool other = i == BP__VIZ_NPAL - 1 && n_types > BP__VIZ_NPAL - 1;
+        fprintf(f, "<path class=\"swatch\" d=\"M%.1f %.1fh10v10h-10Z\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">", lx, yy,
+                bp__viz_pal[i], lx + 14, yy + 9);
+        if (other) fprintf(f, "%d other types", (int)(n_types - (BP__VIZ_NPAL - 1)));
+        else bp__viz_xml_str(f, bp__names_get(&g->types, order[i]));
+        fputs("</text>\n", f);
+    }
+}
+
 
 bp_status bp_viz_write_svg_file(const bp_graph *g, const bp_plan *p, const bp_viz_options *o, FILE *f, bp_error *err)
 {
@@ -1001,57 +1052,60 @@ bp_status bp_viz_write_svg_file(const bp_graph *g, const bp_plan *p, const bp_vi
     if (s) return s;
     if (!f) return bp__err(err, BP_ERR_USAGE, "viz: NULL output stream");
     const bp_allocator *a = &g->alloc;
-    size_t nt = g->n_t, no = g->n_o;
+    size_t nt = g->n_t, no = g->n_o, nty = g->types.n ? g->types.n : 1;
     int32_t *sf, *sl;
     if ((s = viz_storages(p, &sf, &sl, err))) return s;
     uint64_t *live = bp__alloc(a, (no ? no : 1) * sizeof *live);
-    viz_type_total *tt = bp__calloc(a, g->types.n ? g->types.n : 1, sizeof *tt);
-    if (!live || !tt) {
-        bp__free(a, live, (no ? no : 1) * sizeof *live);
-        bp__free(a, tt, (g->types.n ? g->types.n : 1) * sizeof *tt);
-        viz_storages_free(p, sf, sl);
-        return bp__err(err, BP_ERR_NOMEM, "%s: out of memory drawing the plan", g->name);
-    }
-    s = viz_live(p, sf, sl, live, err);
+    uint8_t *col = bp__alloc(a, nty);
+    int32_t *order = bp__alloc(a, nty * sizeof *order);
+    int32_t n_types = live && col && order ? bp__viz_type_colors(g, p, col, order) : -1;
+    if (n_types < 0) s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory drawing the plan", g->name);
+    if (!s) s = viz_live(p, sf, sl, live, err);
     if (s) goto done;
     bp__progress pr;
     bp__progress_start(&pr, o->progress, "viz");
 
-    uint64_t arena = 0, peak = 0;
-    int32_t peak_step = -1, n_drawn = 0;
+    bp__viz_svg v;
+    memset(&v, 0, sizeof v);
+    v.f = f;
+    v.peak_step = -1;
+    int32_t n_drawn = 0;
     for (size_t t = 0; t < nt; t++) {
         if (!viz_drawn(p, (int32_t)t)) continue;
         n_drawn++;
         int32_t r = viz_root(p, (int32_t)t);
         uint64_t end = p->tp[t].offset + bp__align_up(p->tp[r].bytes, p->alignment);
-        if (end > arena) arena = end;
+        if (end > v.arena) v.arena = end;
     }
-    for (size_t st = 0; st < no; st++) if (live[st] > peak) { peak = live[st]; peak_step = (int32_t)st; }
+    for (size_t st = 0; st < no; st++) if (live[st] > v.peak) { v.peak = live[st]; v.peak_step = (int32_t)st; }
+    bp__viz_step_range(p, &v.lo, &v.hi);
+    v.steps = v.hi > v.lo ? (double)(v.hi - v.lo) : 1;
 
-    double W = o->width > 0 ? o->width : 1000, TH = o->height > 0 ? o->height : 420, LH = 140;
-    if (W < 300) W = 300;
-    if (TH < 100) TH = 100;
-    double L = 84, R = 16, top = 48, pw = W - L - R;
-    double ltop = top + TH + 26;
-    /* legend: op types by bytes drawn */
-    size_t n_types = 0;
-    for (size_t i = 0; i < g->types.n; i++) tt[i].type = (int32_t)i;
-    for (size_t t = 0; t < nt; t++)
-        if (viz_drawn(p, (int32_t)t) && g->t[t].producer >= 0) tt[g->o[g->t[t].producer].type].bytes += p->tp[t].bytes;
-    qsort(tt, g->types.n, sizeof *tt, viz_cmp_tt);
-    while (n_types < g->types.n && n_types < 20 && tt[n_types].bytes) n_types++;
-    int per_row = (int)(pw / 150) > 0 ? (int)(pw / 150) : 1;
-    int legend_rows = o->color == BP_VIZ_COLOR_BUFFER ? 1 : (int)((n_types + (size_t)per_row - 1) / (size_t)per_row);
-    double H = ltop + LH + 30 + legend_rows * 16 + 8;
-    double ymax = (double)(arena > peak ? arena : peak) * 1.03;
-    if (ymax <= 0) ymax = 1;
-    double steps = no ? (double)no : 1;
+    v.W = o->width > 0 ? o->width : 1000;
+    v.TH = o->height > 0 ? o->height : 420;
+    v.LH = 140;
+    if (v.W < 300) v.W = 300;
+    if (v.TH < 100) v.TH = 100;
+    v.L = 84;
+    v.top = 48;
+    v.pw = v.W - v.L - 16;
+    v.ltop = v.top + v.TH + 44;   /* room for the step ticks and the axis title */
+    int per_row = (int)(v.pw / 150) > 0 ? (int)(v.pw / 150) : 1;
+    int32_t shown = n_types < BP__VIZ_NPAL ? n_types : BP__VIZ_NPAL;
+    int legend_rows = o->color == BP_VIZ_COLOR_BUFFER ? 1 : (shown + per_row - 1) / per_row;
+    v.H = v.ltop + v.LH + 30 + legend_rows * 16 + 8;
+    v.ymax = (double)(v.arena > v.peak ? v.arena : v.peak) * 1.03;
+    if (v.ymax <= 0) v.ymax = 1;
+    bp__viz_fmt_bytes(v.arena, v.arena_txt, sizeof v.arena_txt);
+    bp__viz_fmt_bytes(v.peak, v.peak_txt, sizeof v.peak_txt);
+    bp__viz_ticks_make(v.ymax, 6, &v.tk[0]);
+    bp__viz_ticks_make(v.ymax, 3, &v.tk[1]);
     char b1[32], b2[32], b3[32];
 
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-               "font-family=\"sans-serif\" font-size=\"11\">\n", W, H, W, H);
-    fprintf(f, "<path d=\"M0 0H%.0fV%.0fH0Z\" fill=\"#ffffff\"/>\n", W, H);
+               "font-family=\"sans-serif\" font-size=\"11\">\n", v.W, v.H, v.W, v.H);
+    fprintf(f, "<path d=\"M0 0H%.0fV%.0fH0Z\" fill=\"#ffffff\"/>\n", v.W, v.H);
     char label[256];
     viz_label(p, o->label, label, sizeof label);
     fputs("<text x=\"12\" y=\"20\" font-size=\"15\" font-weight=\"bold\">", f);
@@ -1064,113 +1118,20 @@ bp_status bp_viz_write_svg_file(const bp_graph *g, const bp_plan *p, const bp_vi
                 p->stats.n_weights, no);
     else
         fprintf(f, "</text>\n<text x=\"12\" y=\"37\" fill=\"#444\">%d tensors in the arena, %zu steps: arena %s, lower bound %s (peak at step %d), naive %s</text>\n",
-                n_drawn, no, bp__viz_fmt_bytes(arena, b1, sizeof b1), bp__viz_fmt_bytes(peak, b2, sizeof b2), peak_step,
+                n_drawn, no, bp__viz_fmt_bytes(v.arena, b1, sizeof b1), bp__viz_fmt_bytes(v.peak, b2, sizeof b2), v.peak_step,
                 bp__viz_fmt_bytes(p->stats.naive_bytes, b3, sizeof b3));
-
-    /* axes and grid for both plots */
-    for (int plot = 0; plot < 2; plot++) {
-        double y0 = plot ? ltop : top, ph = plot ? LH : TH;
-        fprintf(f, "<path d=\"M%.1f %.1fH%.1fV%.1fH%.1fZ\" fill=\"#fafafa\" stroke=\"#999\"/>\n", L, y0, L + pw, y0 + ph, L);
-        double st = viz_nice_bytes(ymax, plot ? 3 : 6);
-        fputs("<g stroke=\"#0000001a\">", f);
-        for (double b = st; b <= ymax; b += st)
-            fprintf(f, "<path d=\"M%.1f %.1fH%.1f\"/>", L, y0 + ph - b / ymax * ph, L + pw);
-        fputs("</g>\n<g text-anchor=\"end\" fill=\"#444\">", f);
-        for (double b = 0; b <= ymax; b += st)
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>", L - 4, y0 + ph - b / ymax * ph + 4, bp__viz_fmt_bytes((uint64_t)b, b1, sizeof b1));
-        fputs("</g>\n<g text-anchor=\"middle\" fill=\"#444\">", f);
-        double xs = viz_nice(steps, 10);
-        if (xs < 1) xs = 1;
-        for (double x = 0; x <= steps; x += xs)
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%.0f</text>", L + x / steps * pw, y0 + ph + 14, x);
-        fputs("</g>\n", f);
-    }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#444\">step</text>\n", L + pw, top + TH + 26 - 2);
-    fprintf(f, "<text x=\"14\" y=\"%.1f\" fill=\"#444\" transform=\"rotate(-90 14 %.1f)\" text-anchor=\"middle\">offset</text>\n",
-            top + TH / 2, top + TH / 2);
-    fprintf(f, "<text x=\"14\" y=\"%.1f\" fill=\"#444\" transform=\"rotate(-90 14 %.1f)\" text-anchor=\"middle\">live</text>\n",
-            ltop + LH / 2, ltop + LH / 2);
-
-    /* one rect per tensor, roots first so views draw on top */
-    bool outline = n_drawn <= 4000;
-    fprintf(f, "<g%s>\n", outline ? " stroke=\"#00000059\" stroke-width=\"0.5\"" : "");
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t t = 0; t < nt; t++) {
-            if (!viz_drawn(p, (int32_t)t) || (viz_root(p, (int32_t)t) == (int32_t)t) != (pass == 0)) continue;
-            const bp_tensor_plan *tp = &p->tp[t];
-            double x = L + tp->first / steps * pw, w = (tp->last + 1 - tp->first) / steps * pw;
-            double h = (double)tp->bytes / ymax * TH, y = top + TH - ((double)tp->offset + (double)tp->bytes) / ymax * TH;
-            if (h < 0.4) { y -= 0.4 - h; h = 0.4; }
-            fprintf(f, "<rect class=\"tensor\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" %s%s\"><title>", x, y, w, h,
-                    viz_reserve(g, (int32_t)t) ? "fill=\"none\" stroke-dasharray=\"3 2\" stroke=\"" : "fill=\"",
-                    viz_pal[viz_color(g, p, (int32_t)t, o->color)]);
-            bp__viz_xml_str(f, bp__names_get(&g->tnames, (int32_t)t));
-            fprintf(f, ": %s, steps %d..%d, offset %llu</title></rect>\n", bp__viz_fmt_bytes(tp->bytes, b1, sizeof b1), tp->first,
-                    tp->last, (unsigned long long)tp->offset);
-            if ((t & 4095) == 0) bp__progress_update(&pr, (pass + (double)t / (double)(nt ? nt : 1)) / 2, "drawing");
-        }
-    }
-    viz_frame fr = {f, L, pw, steps, top, TH, ymax, o->color, b1, sizeof b1};
-    viz_walk_bodies(g, p, 0, 0, 1, viz_svg_body, &fr);
-    fputs("</g>\n", f);
-
-    /* live bytes: a step curve, one column per pixel when steps outnumber them */
-    fprintf(f, "<path fill=\"#4e79a759\" stroke=\"#4e79a7\" d=\"M%.2f %.2f", L, ltop + LH);
-    if (no > (size_t)pw * 2) {
-        for (int px = 0; px < (int)pw; px++) {
-            size_t s0 = (size_t)((double)px / pw * steps), s1 = (size_t)((double)(px + 1) / pw * steps);
-            uint64_t m = 0;
-            for (size_t st = s0; st < s1 && st < no; st++) if (live[st] > m) m = live[st];
-            double y = ltop + LH - (double)m / ymax * LH;
-            fprintf(f, "L%.2f %.2fL%.2f %.2f", L + px, y, L + px + 1, y);
-        }
-    } else {
-        for (size_t st = 0; st < no; st++) {
-            double y = ltop + LH - (double)live[st] / ymax * LH;
-            fprintf(f, "L%.2f %.2fL%.2f %.2f", L + st / steps * pw, y, L + (st + 1) / steps * pw, y);
-        }
-    }
-    fprintf(f, "L%.2f %.2fZ\"/>\n", L + pw, ltop + LH);
-
-    /* arena, lower bound and peak marks in both plots */
-    for (int plot = 0; plot < 2; plot++) {
-        double y0 = plot ? ltop : top, ph = plot ? LH : TH;
-        double ya = y0 + ph - (double)arena / ymax * ph, yl = y0 + ph - (double)peak / ymax * ph;
-        fprintf(f, "<path d=\"M%.1f %.2fH%.1f\" stroke=\"#c0392b\" stroke-width=\"1.5\"/>\n", L, ya, L + pw);
-        fprintf(f, "<path d=\"M%.1f %.2fH%.1f\" stroke=\"#1f5fbf\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n", L, yl, L + pw);
-        if (peak_step >= 0) {
-            double xp = L + (peak_step + 0.5) / steps * pw;
-            fprintf(f, "<path d=\"M%.2f %.1fV%.1f\" stroke=\"#e67e22\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>\n", xp, y0, y0 + ph);
-        }
-        if (!plot) {
-            fprintf(f, "<text x=\"%.1f\" y=\"%.2f\" fill=\"#c0392b\">arena %s</text>\n", L + 4, ya - 3, bp__viz_fmt_bytes(arena, b1, sizeof b1));
-            fprintf(f, "<text x=\"%.1f\" y=\"%.2f\" fill=\"#1f5fbf\" text-anchor=\"end\">lower bound %s</text>\n", L + pw - 4,
-                    yl - 3, bp__viz_fmt_bytes(peak, b1, sizeof b1));
-            if (peak_step >= 0)
-                fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" fill=\"#e67e22\">peak, step %d</text>\n", L + (peak_step + 0.5) / steps * pw + 3,
-                        top + TH - 4, peak_step);
-        }
-    }
-
-    /* legend */
-    double ly = ltop + LH + 34;
-    if (o->color == BP_VIZ_COLOR_BUFFER) {
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#444\">colors cycle through buffer indices</text>\n", L, ly + 9);
-    } else {
-        for (size_t i = 0; i < n_types; i++) {
-            double lx = L + (double)(i % (size_t)per_row) * 150, yy = ly + (double)(i / (size_t)per_row) * 16;
-            fprintf(f, "<path d=\"M%.1f %.1fh10v10h-10Z\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">", lx, yy, viz_pal[tt[i].type % 20],
-                    lx + 14, yy + 9);
-            bp__viz_xml_str(f, bp__names_get(&g->types, tt[i].type));
-            fputs("</text>\n", f);
-        }
-    }
+    bp__viz_svg_axes(&v, (int32_t)no);
+    viz_svg_tensors(&v, g, p, o, col, n_drawn, &pr);
+    bp__viz_svg_live(&v, live);
+    bp__viz_svg_marks(&v);
+    viz_svg_legend(&v, g, o, order, n_types, per_row);
     fputs("</svg>\n", f);
     bp__progress_end(&pr);
     if (ferror(f)) s = bp__err(err, BP_ERR_IO, "%s: write error writing the picture", g->name);
 done:
     bp__free(a, live, (no ? no : 1) * sizeof *live);
-    bp__free(a, tt, (g->types.n ? g->types.n : 1) * sizeof *tt);
+    bp__free(a, col, nty);
+    bp__free(a, order, nty * sizeof *order);
     viz_storages_free(p, sf, sl);
     return s;
 }

@@ -23,3 +23,18 @@ onnx_python() {
   for p in /usr/bin/python3 python3; do "$p" -c "import onnx, numpy" 2>/dev/null && { PY=$p; return 0; }; done
   echo "SKIP: python3-onnx is not installed"; exit 0
 }
+# find_chrome WHAT: CHROME = a headless-capable Chromium, or the script ends
+# here with "SKIP: ... WHAT" (and its failures so far); chrome_run ARGS runs
+# it headless with a private profile (120 s at most, its log in $tmp)
+find_chrome() {
+  local c
+  CHROME=""
+  for c in chromium chromium-browser google-chrome; do command -v "$c" >/dev/null && { CHROME=$c; break; }; done
+  [ -n "$CHROME" ] && return 0
+  echo "SKIP: chromium is not installed (apt-get install chromium; make test-deps does it); $1"
+  exit $fail
+}
+chrome_run() {
+  timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
+    --disable-component-update --disable-sync --disable-dev-shm-usage --user-data-dir="$tmp/profile" "$@" 2>>"$tmp/chrome.log"
+}

@@ -104,17 +104,8 @@ expect2 "missing graph" viz "$tmp/nope.json" -o "$tmp/x.html"
 "$CLI" viz --help | grep -q -- "--compare" || bad "viz --help does not describe --compare"
 
 # ---- the browser ----
-CHROME=""
-for c in chromium chromium-browser google-chrome; do command -v "$c" >/dev/null && { CHROME=$c; break; }; done
-if [ -z "$CHROME" ]; then
-    echo "SKIP: chromium is not installed (apt-get install chromium; make test-deps does it); browser checks not run"
-    exit $fail
-fi
-chrome() {
-    timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
-        --disable-component-update --disable-sync --disable-dev-shm-usage --user-data-dir="$tmp/profile" \
-        --virtual-time-budget=3000 "$@" 2>>"$tmp/chrome.log"
-}
+find_chrome "browser checks not run"
+chrome() { chrome_run --virtual-time-budget=3000 "$@"; }
 
 # check_dom PAGE PLAN.json [SUFFIX]: the page's numbers equal the plan's
 check_dom() {
@@ -161,44 +152,15 @@ PY
 
 # screenshot: a real picture, not a blank page
 chrome --window-size=1200,900 --screenshot="$tmp/shot.png" "file://$tmp/r50.html" >/dev/null || bad "chromium --screenshot exited $?"
-python3 - "$tmp/shot.png" <<'PY' || bad "the screenshot is blank or not a PNG"
-import struct, sys, zlib
-data = open(sys.argv[1], "rb").read()
-assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-pos, idat, w = 8, b"", 0
-while pos < len(data):
-    n, typ = struct.unpack(">I4s", data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    if typ == b"IHDR":
-        w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
-        assert depth == 8 and ctype in (2, 6), "unexpected PNG format"
-        bpp = 3 if ctype == 2 else 4
-    elif typ == b"IDAT":
-        idat += body
-    pos += 12 + n
-raw, stride = zlib.decompress(idat), w * bpp
-prev, colors, ink, rows = bytearray(stride), set(), 0, 0
-for y in range(h):
-    f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-    for i in range(stride):
-        a = line[i - bpp] if i >= bpp else 0
-        b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-        if f == 1: line[i] = (line[i] + a) & 255
-        elif f == 2: line[i] = (line[i] + b) & 255
-        elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c
-            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    if y % 3 == 0:
-        rows += 1
-        for x in range(0, w, 3):
-            px = bytes(line[x * bpp:x * bpp + 3])
-            colors.add(px)
-            ink += px != b"\xff\xff\xff"
-    prev = line
+python3 - "$tmp/shot.png" "$(dirname "$0")/../viz" <<'PY' || bad "the screenshot is blank or not a PNG"
+import sys
+sys.path.insert(0, sys.argv[2])
+from shots import decode, px   # the PNG decoder of tests/viz/shots.py
+w, h, rows = decode(sys.argv[1])
+sample = [px(rows, x, y) for y in range(0, h, 3) for x in range(0, w, 3)]
+colors, ink = set(sample), sum(1 for c in sample if c != (255, 255, 255))
 assert w >= 1000 and h >= 800, "size %dx%d" % (w, h)
-share = ink / float(rows * ((w + 2) // 3))
+share = ink / float(len(sample))
 assert len(colors) >= 12, "only %d colors" % len(colors)
 assert share > 0.08, "only %.1f%% of the pixels are not white" % (100 * share)
 print("screenshot %dx%d: %d colors, %.0f%% ink" % (w, h, len(colors), 100 * share))
