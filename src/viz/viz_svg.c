@@ -94,7 +94,9 @@ void bp__viz_svg_marks(const bp__viz_svg *v)
             fprintf(f, "<path class=\"peak\" d=\"M%.2f %.1fV%.1f\" stroke=\"#000000\" stroke-width=\"2\"/>\n", xp, y0, y0 + ph);
         if (plot) continue;
         if (v->peak_step >= 0) fprintf(f, "<path d=\"M%.2f %.1fl-5 -8h10Z\" fill=\"#000000\"/>\n", xp, y0 - 1);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.2f\" fill=\"#c0392b\">arena %s</text>\n", v->L + 4, ya - 3, v->arena_txt);
+        /* labels on the side away from the marker: arena then lower bound, left to right */
+        fprintf(f, "<text x=\"%.1f\" y=\"%.2f\" fill=\"#c0392b\">arena %s</text>\n", right ? v->L + 4 : v->L + v->pw / 2 + 4, ya - 3,
+                v->arena_txt);
         fprintf(f, "<text x=\"%.1f\" y=\"%.2f\" fill=\"#1f5fbf\" text-anchor=\"end\">lower bound %s</text>\n",
                 right ? v->L + v->pw / 2 : v->L + v->pw - 4, yl - 3, v->peak_txt);
         if (v->peak_step >= 0)
