@@ -149,7 +149,20 @@ int cmd_run(int argc, char **argv)
     if (!s) s = cli_reserve_bodies(g, &po, &e);
     if (s) { rc = cli_fail(&e); bp_graph_free(g); return rc; }
     if (plan_path) s = bp_plan_read_json(g, plan_path, &p, &e);
-    else s = bp_plan_graph(g, &po, &p, &e);
+    else if (cfg.cache_dir[0]) {   /* the config's plan cache (a hit is checked by the cache) */
+        bp_plan_cache *cache = NULL;
+        int hit = 0;
+        s = bp_plan_cache_open(cfg.cache_dir, stderr, &cache, &e);
+        if (!s) {
+            bp_plan_cache_set_verify(cache, 1);
+            s = bp_plan_cache_plan(cache, g, "", &po, &p, &hit, &e);
+        }
+        bp_plan_cache_stats cst = {0};
+        if (cache) bp_plan_cache_get_stats(cache, &cst);
+        bp_plan_cache_close(cache);
+        if (!s) printf("plan cache: %s (%s)\n", hit ? "hit" : cst.write_errors ? "miss, plan NOT saved (see the warning)" : "miss, plan saved",
+                       cfg.cache_dir);
+    } else s = bp_plan_graph(g, &po, &p, &e);
     if (s) { rc = cli_fail(&e); goto out; }
 
     bp_exec_options eo;

@@ -67,6 +67,7 @@ expect_msg 2 "--shapes replays shapes through the warm-up planner" "$CLI" run "$
 
 # --- run --config is read; plan and run with buckets round --dim up, or say why not
 expect_msg 0 "plan: best / bestfit" "$CLI" run "$tmp/t.json" --config "$tmp/cfg.json" --dim S=16
+expect_msg 0 "plan cache: hit ($tmp/cache)" "$CLI" run "$tmp/t.json" --config "$tmp/cfg.json" --dim S=16
 expect_msg 0 "note: --dim S=100 is planned as S=128 (its bucket)" "$CLI" plan "$tmp/t.json" --config "$tmp/cfg.json" --dim S=100
 "$CLI" plan "$tmp/t.json" --dim S=128 -q -o "$tmp/p128.json" || bad "plan S=128"
 "$CLI" plan "$tmp/t.json" --config "$tmp/cfg.json" --dim S=100 -q -o "$tmp/p100.json" 2>/dev/null || bad "plan S=100 with buckets"
