@@ -224,7 +224,10 @@ static bp_status attempt(fb_model *m, uint64_t budget, uint64_t floor, double de
         st = reduce(m, target, deadline, &h, &stuck, err);
         if (!st) st = pack(m, k, err);
         if (st || k->arena <= budget) { *fits = !st; break; }
-        int64_t excess = (int64_t)(k->arena - budget), step = excess > (int64_t)m->p->alignment ? excess : (int64_t)m->p->alignment;
+        /* below the live peak reached, by twice the excess: each round costs a packing */
+        int64_t excess = (int64_t)(k->arena - budget), step = 2 * (excess > (int64_t)m->p->alignment ? excess : (int64_t)m->p->alignment);
+        int64_t live = bp__fb_live_max(m, NULL);
+        if (live < target) target = live;
         if (stuck || target - step < (int64_t)floor) break;
         target -= step;
     }

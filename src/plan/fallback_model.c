@@ -60,16 +60,42 @@ int64_t bp__fb_live_max(const fb_model *m, int32_t *at)
 
 /* ------------------------------------------------------- transfer work */
 
-static void fen_add(fb_model *m, int32_t s, double v)
+/* The transfer work is spread evenly over its gap: range add, range sum
+ * (two Fenwick trees over steps, load[0..no] and load[no+1..2no+1]). */
+static void fen_point(double *t, int32_t n, int32_t i, double v)
 {
-    for (int32_t i = s + 1; i <= m->no; i += i & -i) m->load[i] += v;
+    for (i++; i <= n; i += i & -i) t[i] += v;
 }
 
-static double fen_prefix(const fb_model *m, int32_t s) /* steps [0, s) */
+static double fen_prefix1(const double *t, int32_t i)
 {
     double r = 0;
-    for (int32_t i = s; i > 0; i -= i & -i) r += m->load[i];
+    for (; i > 0; i -= i & -i) r += t[i];
     return r;
+}
+
+/* Adds v per step over steps [lo, hi). */
+static void fen_range(fb_model *m, int32_t lo, int32_t hi, double v)
+{
+    double *b1 = m->load, *b2 = m->load + m->no + 1;
+    fen_point(b1, m->no, lo, v);
+    fen_point(b2, m->no, lo, v * lo);
+    if (hi < m->no) { fen_point(b1, m->no, hi, -v); fen_point(b2, m->no, hi, -v * hi); }
+}
+
+/* The work queued over steps [0, s). */
+static double fen_prefix(const fb_model *m, int32_t s)
+{
+    const double *b1 = m->load, *b2 = m->load + m->no + 1;
+    return fen_prefix1(b1, s) * s - fen_prefix1(b2, s);
+}
+
+/* Transfer work t over the gap [lo, hi) (at step lo when it is empty). */
+static void fen_add(fb_model *m, int32_t lo, int32_t hi, double t)
+{
+    if (lo >= m->no) lo = m->no - 1;
+    if (hi <= lo) hi = lo + 1;
+    fen_range(m, lo, hi, t / (hi - lo));
 }
 
 double bp__fb_xfer(const fb_model *m, int32_t k) { return 2.0 * (double)m->st[k].size / m->bw; }
@@ -203,7 +229,7 @@ bp_status bp__fb_ensure(fb_model *m, int32_t k, int32_t s, int depth, bp_error *
         return BP_OK;
     }
     bp__fb_live_add(m, s, s, (int64_t)x->size);
-    if (mode == FB_PREF) { fen_add(m, s, bp__fb_xfer(m, k)); return BP_OK; }
+    if (mode == FB_PREF) { fen_add(m, prev + 1, s, bp__fb_xfer(m, k)); return BP_OK; }
     return recomp_inputs(m, k, s, depth, err);
 }
 
@@ -212,7 +238,7 @@ bp_status bp__fb_evict(fb_model *m, int32_t k, int32_t i, uint8_t mode, bp_error
     fb_store *x = &m->st[k];
     x->mode[i] = mode;
     bp__fb_live_add(m, x->use[i - 1] + 1, x->use[i] - 1, -(int64_t)x->size);
-    if (mode == FB_PREF) { fen_add(m, x->use[i - 1] + 1 < m->no ? x->use[i - 1] + 1 : m->no - 1, bp__fb_xfer(m, k)); return BP_OK; }
+    if (mode == FB_PREF) { fen_add(m, x->use[i - 1] + 1, x->use[i], bp__fb_xfer(m, k)); return BP_OK; }
     return recomp_inputs(m, k, x->use[i], 0, err);
 }
 
@@ -292,7 +318,7 @@ bp_status bp__fb_model_reset(fb_model *m, bp_error *err)
     memset(m->lz, 0, 2 * (size_t)m->leaves * sizeof *m->lz);
     for (int32_t i = m->leaves + m->no; i < 2 * m->leaves; i++) m->mx[i] = m->lz[i] = INT64_MIN / 4;
     for (int32_t i = m->leaves - 1; i >= 1; i--) m->mx[i] = m->mx[2 * i] > m->mx[2 * i + 1] ? m->mx[2 * i] : m->mx[2 * i + 1];
-    memset(m->load, 0, ((size_t)m->no + 1) * sizeof *m->load);
+    memset(m->load, 0, 2 * ((size_t)m->no + 1) * sizeof *m->load);
     for (size_t k = 0; k < m->ns; k++) {
         fb_store *x = &m->st[k];
         size_t need = (size_t)x->n_base + 1;
@@ -359,7 +385,7 @@ bp_status bp__fb_model_init(fb_model *m, const bp_graph *g, const bp_plan *p, un
     m->ccum = bp__alloc(m->a, no1 * sizeof *m->ccum);
     m->mx = bp__alloc(m->a, 2 * (size_t)m->leaves * sizeof *m->mx);
     m->lz = bp__alloc(m->a, 2 * (size_t)m->leaves * sizeof *m->lz);
-    m->load = bp__alloc(m->a, no1 * sizeof *m->load);
+    m->load = bp__alloc(m->a, 2 * no1 * sizeof *m->load);
     if (!m->sid || !m->step || !m->ccum || !m->mx || !m->lz || !m->load) {
         bp__fb_model_free(m);
         return bp__err(err, BP_ERR_NOMEM, "%s: out of memory planning recomputes", g->name);
@@ -393,6 +419,6 @@ void bp__fb_model_free(fb_model *m)
     bp__free(a, m->ccum, no1 * sizeof *m->ccum);
     bp__free(a, m->mx, 2 * (size_t)m->leaves * sizeof *m->mx);
     bp__free(a, m->lz, 2 * (size_t)m->leaves * sizeof *m->lz);
-    bp__free(a, m->load, no1 * sizeof *m->load);
+    bp__free(a, m->load, 2 * no1 * sizeof *m->load);
     memset(m, 0, sizeof *m);
 }

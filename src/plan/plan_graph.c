@@ -180,16 +180,14 @@ bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan 
     memset(&info, 0, sizeof info);
     /* given and kahn without a budget need no evaluator (their peak is the
      * plan's lower bound anyway): the fast path of bp_schedule */
-    bp_status s = (opts->sched == BP_SCHED_GIVEN || opts->sched == BP_SCHED_KAHN) && !opts->budget
-                      ? bp_schedule(g, opts, order, err)
-                      : bp_schedule_ex(g, opts, order, &info, err);
-    if (s == BP_ERR_BUDGET && use_fallback(g, opts)) {
-        /* no order fits: the best order without the budget, then recompute and offload */
-        bp_plan_options o = *opts;
-        o.budget = 0;
-        memset(&info, 0, sizeof info);
-        s = bp_schedule_ex(g, &o, order, &info, err);
-    }
+    /* With recompute and offload the order is the scheduler's best without
+     * the budget (its peak is what a budgeted search would repair from);
+     * the fallback makes it fit when its arena is over the budget. */
+    bp_plan_options nob = *opts;
+    if (use_fallback(g, opts)) nob.budget = 0;
+    bp_status s = (opts->sched == BP_SCHED_GIVEN || opts->sched == BP_SCHED_KAHN) && !nob.budget
+                      ? bp_schedule(g, &nob, order, err)
+                      : bp_schedule_ex(g, &nob, order, &info, err);
     double ts = bp__now() - t0;
     if (!s) s = bp_plan_graph_order(g, opts, order, out, err);
     if (*out) {
