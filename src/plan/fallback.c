@@ -378,3 +378,49 @@ bp_status bp__plan_fallback(const bp_graph *g, const bp_plan_options *o, bp_plan
     bp__fb_model_free(&m);
     return st;
 }
+
+/* ----------------------------------------------------------- references */
+
+/* The storages resident across step F without a use there (saved across the
+ * forward / backward turn), by first use; returns how many. */
+static size_t saved_across(const fb_model *m, int32_t F, int32_t *ids)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < m->ns; k++)
+        if (gap_at(&m->st[k], F) >= 0 && m->st[k].size) ids[n++] = (int32_t)k;
+    for (size_t i = 1; i < n; i++) {   /* insertion sort by first use: stable, deterministic */
+        int32_t v = ids[i];
+        size_t j = i;
+        while (j && m->st[ids[j - 1]].use[0] > m->st[v].use[0]) { ids[j] = ids[j - 1]; j--; }
+        ids[j] = v;
+    }
+    return n;
+}
+
+bp_status bp__plan_fallback_reference(const bp_graph *g, const bp_plan_options *o, bp_plan *p, int policy, bp_error *err)
+{
+    fb_model m;
+    double bw = (o->host_bandwidth > 0 ? o->host_bandwidth : BP_HOST_BANDWIDTH_DEFAULT) / 1e6;
+    bp_status st = bp__fb_model_init(&m, g, p, BP_FALLBACK_RECOMPUTE | BP_FALLBACK_OFFLOAD, bw, err);
+    if (st) return st;
+    int32_t F = p->stats.peak_step >= 0 ? p->stats.peak_step : 0;
+    int32_t *ids = bp__alloc(m.a, (m.ns ? m.ns : 1) * sizeof *ids);
+    fb_pack k = {0};
+    if (!ids) st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
+    size_t n = st ? 0 : saved_across(&m, F, ids), seg = 1;
+    while (seg * seg < n) seg++;
+    for (size_t j = 0; j < n && !st; j++) {
+        const fb_store *x = &m.st[ids[j]];
+        int32_t i = gap_at(x, F);
+        if (i < 0) continue;
+        if (policy == 2) st = x->can_pref ? bp__fb_evict(&m, ids[j], i, FB_PREF, err) : BP_OK;
+        else if (j % seg != seg - 1 && x->can_recomp && bp__fb_recomp_cost(&m, ids[j], x->use[i], 0) >= 0)
+            st = bp__fb_evict(&m, ids[j], i, FB_RECOMP, err);   /* Chen: keep every seg-th as a checkpoint */
+    }
+    if (!st) st = pack(&m, &k, err);
+    if (!st) st = bp__fb_write_plan(&m, p, k.off, k.arena, err);
+    pack_free(m.a, &k);
+    bp__free(m.a, ids, (m.ns ? m.ns : 1) * sizeof *ids);
+    bp__fb_model_free(&m);
+    return st;
+}

@@ -73,6 +73,12 @@ void bp__plan_count(const bp_graph *g, bp_plan *p);
  * (o->fallback) so that it fits, or fails with BP_ERR_BUDGET and a
  * certificate (docs/FALLBACK.md). */
 bp_status bp__plan_fallback(const bp_graph *g, const bp_plan_options *o, bp_plan *p, bp_error *err);
+/* The references the benchmarks compare with, on p (a plan without a
+ * budget) whatever the budget: policy 1 is Chen et al.'s checkpointing
+ * (of the storages saved across the plan's peak step, in order of their
+ * first use, every ceil(sqrt(n))-th is kept, the others recomputed at their
+ * next use, recursively from the kept ones), 2 offloads every one of them. */
+bp_status bp__plan_fallback_reference(const bp_graph *g, const bp_plan_options *o, bp_plan *p, int policy, bp_error *err);
 /* verify_copies.c: the checks of a plan with copies that replace the
  * whole-interval overlap sweep and the event check of verify.c.  rep[t] is
  * the verifier's storage of tensor t (its root), soff/ssize per root; each
