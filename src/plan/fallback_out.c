@@ -59,6 +59,11 @@ static bp_status write_copies(const fb_model *m, bp_plan *p, const uint64_t *seg
         }
         j += (size_t)c;
     }
+    if (st) {   /* the plan frees n_copies entries: none */
+        bp__free(&p->alloc, p->copies, (n ? n : 1) * sizeof *p->copies);
+        p->copies = NULL;
+        p->n_copies = 0;
+    }
     bp__free(m->a, f, mx * sizeof *f);
     bp__free(m->a, l, mx * sizeof *l);
     bp__free(m->a, md, mx);
@@ -124,9 +129,9 @@ static bp_status merge_events(const fb_model *m, bp_plan *p, bp_error *err)
     }
     while (xi < nx) out[k++] = x[xi++].e;
     bp__free(&p->alloc, p->ev, p->cap_ev * sizeof *p->ev);
+    p->cap_ev = p->n_ev + nx + 1;   /* what out holds */
     p->ev = out;
     p->n_ev = k;
-    p->cap_ev = p->n_ev + nx + 1;
     bp__free(a, last, (m->ns ? m->ns : 1) * sizeof *last);
     bp__free(a, x, (p->n_copies ? 2 * (size_t)p->n_copies : 1) * sizeof *x);
     return BP_OK;
