@@ -384,7 +384,18 @@ typedef struct bp_plan_options {
     int fence_aware;         /* assignment that prefers reuse between ops already
                                 ordered by data dependencies (fewer fences for
                                 parallel execution, possibly more memory) */
+    unsigned fallback;       /* with a budget the best order's arena exceeds: the
+                                BP_FALLBACK_* bits the planner may use (default
+                                recompute | offload; 0 = fail with BP_ERR_BUDGET) */
+    double host_bandwidth;   /* bytes per second of an offload or a prefetch,
+                                default BP_HOST_BANDWIDTH_DEFAULT */
 } bp_plan_options;
+
+/* bp_plan_options.fallback (docs/FALLBACK.md) */
+#define BP_FALLBACK_NONE      0u
+#define BP_FALLBACK_RECOMPUTE 1u   /* run an op again later instead of keeping its output */
+#define BP_FALLBACK_OFFLOAD   2u   /* copy a storage to host memory and back */
+#define BP_HOST_BANDWIDTH_DEFAULT 16e9   /* bytes/s: a PCIe 4.0 x16 link in practice */
 
 BP_API void bp_plan_options_init(bp_plan_options *o);
 
@@ -415,7 +426,13 @@ typedef struct bp_tensor_plan {
     int32_t alias_of;      /* tensor whose bytes this one reuses, -1 if none */
 } bp_tensor_plan;
 
-typedef enum bp_event_type { BP_EV_ALLOC = 0, BP_EV_EXEC, BP_EV_FREE } bp_event_type;
+typedef enum bp_event_type {
+    BP_EV_ALLOC = 0, BP_EV_EXEC, BP_EV_FREE,
+    /* recompute and offload (docs/FALLBACK.md); only plans with copies have them */
+    BP_EV_RECOMPUTE,   /* before the step's op: run `op` again, its output `tensor` at `offset` */
+    BP_EV_OFFLOAD,     /* after the step's op: copy storage `tensor` to host memory, free its bytes */
+    BP_EV_PREFETCH     /* before the step's op: copy it back into the arena at `offset` */
+} bp_event_type;
 
 typedef struct bp_event {
     bp_event_type type;
@@ -446,6 +463,12 @@ typedef struct bp_plan_stats {
     int32_t n_body_planned;      /* tensors planned inside bodies, at every depth */
     int32_t n_views;             /* tensors that share their view source's bytes (of any kind) */
     int32_t n_inputs, n_weights; /* external tensors: kind input, kind weight (views included) */
+    /* recompute and offload (all 0 in a plan without copies) */
+    double recompute_cost;       /* the costs of the ops run again (cost units) */
+    double transfer_cost;        /* transfer time not hidden behind compute (cost units) */
+    uint64_t offload_bytes;      /* bytes copied to host memory */
+    double overhead_percent;     /* (recompute_cost + transfer_cost) / the graph's compute cost, in % */
+    int32_t n_recomputes, n_offloads; /* copies made by recomputing, by prefetching */
 } bp_plan_stats;
 
 BP_API const bp_plan_stats *bp_plan_get_stats(const bp_plan *p);
@@ -483,6 +506,31 @@ BP_API bp_status bp_plan_write_events_csv_file(const bp_plan *p, const bp_graph 
 BP_API bp_status bp_plan_read_json(const bp_graph *g, const char *path, bp_plan **out, bp_error *err);
 BP_API bp_status bp_plan_parse_json(const bp_graph *g, const char *text, size_t len,
                                     const char *filename, bp_plan **out, bp_error *err);
+
+/* Recompute and offload (docs/FALLBACK.md).  Besides each storage's first
+ * placement (bp_plan_tensor of its root), a plan made under a budget may
+ * hold copies: the storage leaves the arena after step `evict` (freed, or
+ * copied to host memory) and comes back before the op of step `first` runs,
+ * at `offset`, by running its producer again (recompute) or by copying it
+ * back (prefetch).  A copy stays until the next copy's evict step, or the
+ * storage's last use.  Copies are sorted by (tensor, first). */
+typedef enum bp_copy_kind { BP_COPY_RECOMPUTE = 0, BP_COPY_PREFETCH } bp_copy_kind;
+
+typedef struct bp_copy {
+    int32_t tensor;        /* the storage root */
+    bp_copy_kind kind;
+    int32_t op;            /* recompute: the op run again; prefetch: -1 */
+    int32_t evict;         /* the previous copy leaves after this step's op */
+    int32_t first, last;   /* steps this copy is in the arena, inclusive */
+    uint64_t offset;
+} bp_copy;
+
+BP_API int32_t bp_plan_n_copies(const bp_plan *p);
+BP_API const bp_copy *bp_plan_copy(const bp_plan *p, int32_t i);   /* NULL when out of range */
+BP_API const char *bp_copy_kind_name(bp_copy_kind k);
+/* Parses a --fallback value: "none", "recompute", "offload" or a comma list
+ * of the last two.  Returns false when s is not one. */
+BP_API bool bp_fallback_parse(const char *s, unsigned *out);
 
 /* ---------------------------------------------------------------- verifier */
 

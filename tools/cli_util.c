@@ -92,6 +92,9 @@ const char cli_plan_opts_help[] =
     "  -a, --assign A         assigner: naive color bestfit search (default bestfit)\n"
     "  --alpha A --beta B     seed scheduler weights (default 0.7 / 0.3)\n"
     "  --budget BYTES         memory budget (suffixes K M G); exit 1 if it cannot fit\n"
+    "  --fallback F           over the budget: recompute,offload (default), recompute,\n"
+    "                         offload or none (docs/FALLBACK.md)\n"
+    "  --host-bandwidth B     bytes/s of an offload or prefetch (default 16G)\n"
     "  --alignment N          offset alignment, a power of two (default 256)\n"
     "  --time-limit S         seconds for searches (default 10)\n"
     "  --seed N               seed for randomised searches (default 1)\n"
@@ -286,7 +289,23 @@ int cli_plan_opt(bp_plan_options *po, int argc, char **argv, int *i, const char 
     }
     if (!strcmp(a, "--budget")) {
         if (!(v = opt_value(argc, argv, i, cmd))) return -1;
-        if (!cli_parse_bytes(v, &po->budget) || !po->budget) { cli_usage_error(cmd, "--budget: \"%s\" is not a byte count", v); return -1; }
+        if (!cli_parse_bytes(v, &po->budget)) { cli_usage_error(cmd, "--budget: \"%s\" is not a byte count", v); return -1; }
+        if (!po->budget) { cli_usage_error(cmd, "--budget: 0 bytes is no budget (give a positive byte count)"); return -1; }
+        return 1;
+    }
+    if (!strcmp(a, "--fallback")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (!bp_fallback_parse(v, &po->fallback)) {
+            cli_usage_error(cmd, "--fallback: \"%s\" is not recompute,offload, recompute, offload or none", v);
+            return -1;
+        }
+        return 1;
+    }
+    if (!strcmp(a, "--host-bandwidth")) {
+        uint64_t bw;
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        if (!cli_parse_bytes(v, &bw) || !bw) { cli_usage_error(cmd, "--host-bandwidth: \"%s\" is not a positive number of bytes per second", v); return -1; }
+        po->host_bandwidth = (double)bw;
         return 1;
     }
     if (!strcmp(a, "--alignment")) {

@@ -63,6 +63,10 @@ static void print_report(FILE *f, const bp_graph *g, const bp_plan *p, int verif
             ps, ps >= 0 && ps < bp_plan_n_steps(p) ? bp_graph_op_name(g, bp_plan_schedule(p)[ps]) : "-");
     if (st->alias_saved_bytes) fprintf(f, "  aliasing saved %s (planned views and in-place outputs)\n", cli_fmt_bytes(st->alias_saved_bytes, b1, sizeof b1));
     if (st->n_dynamic) fprintf(f, "  dynamic      %d tensors kept out of the arena\n", st->n_dynamic);
+    if (bp_plan_n_copies(p))
+        fprintf(f, "  fallback     %d recomputes (cost %.4g), %d offloads (%s, %.4g cost units not hidden): overhead %.2f%% of the compute\n",
+                st->n_recomputes, st->recompute_cost, st->n_offloads, cli_fmt_bytes(st->offload_bytes, b1, sizeof b1), st->transfer_cost,
+                st->overhead_percent);
     if (st->n_control_flow) {
         int32_t body_dyn = body_dynamic(p);
         fprintf(f, "  control flow %d ops with bodies (If, Loop, Scan; nested included), %d tensors planned inside them", st->n_control_flow,

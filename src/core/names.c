@@ -45,5 +45,7 @@ void bp_plan_options_init(bp_plan_options *o)
     o->time_limit = 10.0;
     o->seed = 1;
     o->threads = 1;
+    o->fallback = BP_FALLBACK_RECOMPUTE | BP_FALLBACK_OFFLOAD;
+    o->host_bandwidth = BP_HOST_BANDWIDTH_DEFAULT;
 }
 

@@ -571,6 +571,9 @@ static bp_status ex_check_plan(bp_exec *ex, bp_error *err)
     if (p->n_t != (int32_t)g->n_t || p->n_o != (int32_t)g->n_o)
         return bp__err(err, BP_ERR_USAGE, "%s: the plan has %d tensors and %d ops, the graph %d and %d: not this graph's plan",
                        g->name, (int)p->n_t, (int)p->n_o, (int)g->n_t, (int)g->n_o);
+    if (p->n_copies)
+        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: the plan recomputes or offloads %d copies; the executor does not replay them yet "
+                       "(plan without --budget, or with --fallback none)", g->name, (int)p->n_copies);
     for (int32_t s = 0; s < ex->no; s++) ex->step[s] = -1;
     for (int32_t s = 0; s < ex->no; s++) {
         int32_t op = p->order[s];

@@ -57,6 +57,7 @@ void bp_plan_free(bp_plan *p)
     for (int32_t i = 0; i < p->n_bodies; i++) bp_plan_free(p->bodies[i]);
     bp__free(&a, p->bodies, (size_t)p->n_bodies * sizeof *p->bodies);
     bp__free(&a, p->body_base, (size_t)p->n_bodies * sizeof *p->body_base);
+    bp__free(&a, p->copies, (size_t)(p->n_copies ? p->n_copies : 1) * sizeof *p->copies);
     bp__free(&a, p, sizeof *p);
 }
 

@@ -256,6 +256,9 @@ static void pc_options_text(const bp_plan_options *o, char *buf, size_t cap)
                        ";time_limit=%.17g;seed=%" PRIu64 ";no_alias=%d;plan_inputs=%d;plan_constants=%d;fence_aware=%d;threads=%d",
              bp_sched_name(o->sched), bp_assign_name(o->assign), o->alpha, o->beta, o->budget, o->alignment,
              o->time_limit, o->seed, o->no_alias, o->plan_inputs, o->plan_constants, o->fence_aware, o->threads);
+    size_t n = strlen(buf);
+    if (o->budget && n < cap)   /* the fallback decides plans over a budget only; keys without one stay as they were */
+        snprintf(buf + n, cap - n, ";fallback=%u;host_bandwidth=%.17g", o->fallback, o->host_bandwidth);
 }
 
 bp_status bp_cache_key_make_hashed(const uint64_t graph_hash[2], const char *signature, const bp_plan_options *o,
@@ -430,6 +433,9 @@ bp_status bp_plan_cache_put(bp_plan_cache *c, const bp_cache_key *key, const bp_
     if (!c || !key || !g || !p) return bp__err(err, BP_ERR_USAGE, "plan cache: NULL argument");
     if ((size_t)p->n_t != g->n_t || (size_t)p->n_o != g->n_o)
         return bp__err(err, BP_ERR_USAGE, "%s: plan cache: the plan does not belong to this graph", g->name);
+    if (p->n_copies)
+        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: plan cache: the plan recomputes or offloads (%d copies), which cache files do not hold yet",
+                       g->name, (int)p->n_copies);
     char header[BP_SIG_MAX + 1024];
     int hl = pc_header(key, header, sizeof header);
     if (hl < 0 || (size_t)hl >= sizeof header) return bp__err(err, BP_ERR_LIMIT, "plan cache: header too long");

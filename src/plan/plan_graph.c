@@ -117,10 +117,45 @@ int32_t bp_plan_n_bodies(const bp_plan *p) { return p->n_bodies; }
 const bp_plan *bp_plan_body(const bp_plan *p, int32_t i) { return i >= 0 && i < p->n_bodies ? p->bodies[i] : NULL; }
 uint64_t bp_plan_body_base(const bp_plan *p, int32_t i) { return i >= 0 && i < p->n_bodies ? p->body_base[i] : BP_NO_OFFSET; }
 
+/* Whether a plan over the budget may recompute and offload (not with
+ * control flow: bodies are planned inside reservations that stay put). */
+static bool use_fallback(const bp_graph *g, const bp_plan_options *o)
+{
+    return o->budget && (o->fallback & (BP_FALLBACK_RECOMPUTE | BP_FALLBACK_OFFLOAD)) && !g->n_bodies;
+}
+
+/* The flat plan of order without the budget, then recompute and offload
+ * when its arena is over it. */
+static bp_status plan_fallback(const bp_graph *g, const bp_plan_options *opts, const int32_t *order, bp_plan **out, bp_error *err)
+{
+    bp_plan_options o = *opts;
+    o.budget = 0;
+    bp_status s = bp__plan_flat(g, &o, order, out, err);
+    if (s || (*out)->stats.arena_bytes <= opts->budget) return s;
+    double t0 = bp__now();
+    s = bp__plan_fallback(g, opts, *out, err);
+    if (s) { bp_plan_free(*out); *out = NULL; return s; }
+    (*out)->stats.plan_seconds += bp__now() - t0;
+    return BP_OK;
+}
+
+/* The fallback options are sound. */
+static bp_status check_fallback(const bp_graph *g, const bp_plan_options *o, bp_error *err)
+{
+    if (o->host_bandwidth < 0 || o->host_bandwidth != o->host_bandwidth)
+        return bp__err(err, BP_ERR_USAGE, "%s: host_bandwidth %g is not a non-negative number of bytes per second", g->name, o->host_bandwidth);
+    if (o->fallback & ~(BP_FALLBACK_RECOMPUTE | BP_FALLBACK_OFFLOAD))
+        return bp__err(err, BP_ERR_USAGE, "%s: unknown fallback bits 0x%x (BP_FALLBACK_RECOMPUTE, BP_FALLBACK_OFFLOAD)", g->name, o->fallback);
+    return BP_OK;
+}
+
 bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts, const int32_t *order, bp_plan **out, bp_error *err)
 {
     bp_plan_options defaults;
     if (!opts) { bp_plan_options_init(&defaults); opts = &defaults; }
+    bp_status fs = check_fallback(g, opts, err);
+    if (fs) { *out = NULL; return fs; }
+    if (use_fallback(g, opts)) return plan_fallback(g, opts, order, out, err);
     bp_status s = bp__plan_flat(g, opts, order, out, err);
     if (s || !g->n_bodies) return s;
     double t0 = bp__now();
@@ -136,6 +171,8 @@ bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan 
     if (!g->finalized) return bp__err(err, BP_ERR_USAGE, "%s: the graph is not finalized (call bp_graph_finalize)", g->name);
     bp_plan_options defaults;
     if (!opts) { bp_plan_options_init(&defaults); opts = &defaults; }
+    bp_status fs = check_fallback(g, opts, err);
+    if (fs) return fs;
     int32_t *order = bp__alloc(&g->alloc, (g->n_o ? g->n_o : 1) * sizeof *order);
     if (!order) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
     double t0 = bp__now();
@@ -143,9 +180,14 @@ bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan 
     memset(&info, 0, sizeof info);
     /* given and kahn without a budget need no evaluator (their peak is the
      * plan's lower bound anyway): the fast path of bp_schedule */
-    bp_status s = (opts->sched == BP_SCHED_GIVEN || opts->sched == BP_SCHED_KAHN) && !opts->budget
-                      ? bp_schedule(g, opts, order, err)
-                      : bp_schedule_ex(g, opts, order, &info, err);
+    /* With recompute and offload the order is the scheduler's best without
+     * the budget (its peak is what a budgeted search would repair from);
+     * the fallback makes it fit when its arena is over the budget. */
+    bp_plan_options nob = *opts;
+    if (use_fallback(g, opts)) nob.budget = 0;
+    bp_status s = (opts->sched == BP_SCHED_GIVEN || opts->sched == BP_SCHED_KAHN) && !nob.budget
+                      ? bp_schedule(g, &nob, order, err)
+                      : bp_schedule_ex(g, &nob, order, &info, err);
     double ts = bp__now() - t0;
     if (!s) s = bp_plan_graph_order(g, opts, order, out, err);
     if (*out) {

@@ -46,6 +46,10 @@ struct bp_plan {
     int32_t n_bodies;
     bp_plan **bodies;
     uint64_t *body_base;
+    /* recompute and offload: the copies beyond each storage's first
+     * placement (fallback.c), sorted by (tensor, first) */
+    bp_copy *copies;
+    int32_t n_copies;
 };
 
 /* Allocates an empty plan (order/tp arrays sized). */
@@ -65,5 +69,21 @@ bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err);
 /* The counts of p->stats (n_planned ... n_weights) and dynamic_bytes, from
  * p's placements and kinds. */
 void bp__plan_count(const bp_graph *g, bp_plan *p);
+/* fallback.c: p's arena is over o->budget; adds recomputes and offloads
+ * (o->fallback) so that it fits, or fails with BP_ERR_BUDGET and a
+ * certificate (docs/FALLBACK.md). */
+bp_status bp__plan_fallback(const bp_graph *g, const bp_plan_options *o, bp_plan *p, bp_error *err);
+/* The references the benchmarks compare with, on p (a plan without a
+ * budget) whatever the budget: policy 1 is Chen et al.'s checkpointing
+ * (of the storages saved across the plan's peak step, in order of their
+ * first use, every ceil(sqrt(n))-th is kept, the others recomputed at their
+ * next use, recursively from the kept ones), 2 offloads every one of them. */
+bp_status bp__plan_fallback_reference(const bp_graph *g, const bp_plan_options *o, bp_plan *p, int policy, bp_error *err);
+/* verify_copies.c: the checks of a plan with copies that replace the
+ * whole-interval overlap sweep and the event check of verify.c.  rep[t] is
+ * the verifier's storage of tensor t (its root), soff/ssize per root; each
+ * problem goes to why(ctx, message); returns false when out of memory. */
+bool bp__verify_copies(const bp_graph *g, const bp_plan *p, const int32_t *rep, const uint64_t *soff, const uint64_t *ssize,
+                       void (*why)(void *ctx, const char *msg), void *ctx);
 
 #endif /* BP_PLAN_INTERNAL_H */

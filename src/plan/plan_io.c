@@ -40,7 +40,7 @@ static bp_status pj_check_ids(const bp_plan *p, const bp_graph *g, bp_error *err
                            bp__names_get(&g->tnames, t), p->tp[t].alias_of);
     for (size_t i = 0; i < p->n_ev; i++) {
         const bp_event *e = &p->ev[i];
-        if (e->op < 0 || e->op >= p->n_o || e->tensor < -1 || e->tensor >= p->n_t || (unsigned)e->type > BP_EV_FREE)
+        if (e->op < 0 || e->op >= p->n_o || e->tensor < -1 || e->tensor >= p->n_t || (unsigned)e->type > BP_EV_PREFETCH)
             return bp__err(err, BP_ERR_USAGE, "%s: plan event %zu is out of range", g->name, i + 1);
     }
     return BP_OK;
@@ -52,7 +52,7 @@ static void pj_offset(FILE *f, uint64_t off)
     else fprintf(f, "%" PRIu64, off);
 }
 
-static const char *const pj_ev_names[3] = {"ALLOC", "EXEC", "FREE"};
+static const char *const pj_ev_names[6] = {"ALLOC", "EXEC", "FREE", "RECOMPUTE", "OFFLOAD", "PREFETCH"};
 
 static bool pj_listed(const bp_tensor_plan *tp)
 {
@@ -60,6 +60,23 @@ static bool pj_listed(const bp_tensor_plan *tp)
 }
 
 static bp_status pj_write_bodies(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err);
+
+/* "copies" (recompute and offload): one object per copy. */
+static void pj_write_copies(const bp_plan *p, const bp_graph *g, FILE *f)
+{
+    fputs(" \"copies\": [", f);
+    for (int32_t i = 0; i < p->n_copies; i++) {
+        const bp_copy *c = &p->copies[i];
+        fputs(i ? ",\n  {\"tensor\": " : "\n  {\"tensor\": ", f);
+        bp__json_str(f, bp__names_get(&g->tnames, c->tensor));
+        fprintf(f, ", \"kind\": \"%s\", \"op\": ", bp_copy_kind_name(c->kind));
+        if (c->op >= 0) bp__json_str(f, bp__names_get(&g->onames, c->op));
+        else fputs("null", f);
+        fprintf(f, ", \"evict\": %" PRId32 ", \"first\": %" PRId32 ", \"last\": %" PRId32 ", \"offset\": %" PRIu64 "}", c->evict, c->first,
+                c->last, c->offset);
+    }
+    fputs("\n ],\n", f);
+}
 
 bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, bp_error *err)
 {
@@ -107,6 +124,7 @@ bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, 
         fputc('}', f);
     }
     fputs(p->n_ev ? "\n ],\n" : "],\n", f);
+    if (p->n_copies) pj_write_copies(p, g, f);
     fprintf(f, " \"stats\": {\"naive_bytes\": %" PRIu64 ", \"lower_bound_bytes\": %" PRIu64 ", \"alias_saved_bytes\": %" PRIu64
                ", \"dynamic_bytes\": %" PRIu64 ", \"peak_step\": %" PRId32 ", \"n_planned\": %" PRId32 ", \"n_storages\": %" PRId32
                ", \"n_views\": %" PRId32 ", \"n_dynamic\": %" PRId32 ", \"n_inputs\": %" PRId32 ", \"n_weights\": %" PRId32
@@ -116,6 +134,10 @@ bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, 
             isfinite(st->plan_seconds) && st->plan_seconds >= 0 ? st->plan_seconds : 0.0, st->optimal ? "true" : "false");
     if (g->n_bodies)
         fprintf(f, ", \"n_control_flow\": %" PRId32 ", \"n_body_planned\": %" PRId32, st->n_control_flow, st->n_body_planned);
+    if (p->n_copies)
+        fprintf(f, ", \"recompute_cost\": %.17g, \"transfer_cost\": %.17g, \"offload_bytes\": %" PRIu64 ", \"overhead_percent\": %.17g"
+                   ", \"n_recomputes\": %" PRId32 ", \"n_offloads\": %" PRId32,
+                st->recompute_cost, st->transfer_cost, st->offload_bytes, st->overhead_percent, st->n_recomputes, st->n_offloads);
     fputc('}', f);
     s = pj_write_bodies(p, g, f, err);
     if (s) return s;
@@ -399,9 +421,10 @@ static bp_status pj_events(pj_ctx *c, const json_t *arr)
         if (!ty) return pj_bad(c, where, "\"type\" is missing");
         if (!json_is_string(ty)) return pj_bad(c, where, "\"type\" must be a string, not %s", bp__json_type(ty));
         int type = -1;
-        for (int j = 0; j < 3; j++)
+        for (int j = 0; j < 6; j++)
             if (strcmp(json_string_value(ty), pj_ev_names[j]) == 0) type = j;
-        if (type < 0) return pj_bad(c, where, "unknown \"type\" \"%s\" (ALLOC, EXEC or FREE)", json_string_value(ty));
+        if (type < 0)
+            return pj_bad(c, where, "unknown \"type\" \"%s\" (ALLOC, EXEC, FREE, RECOMPUTE, OFFLOAD or PREFETCH)", json_string_value(ty));
         bp_event e = {(bp_event_type)type, -1, -1, -1, BP_NO_OFFSET};
         if ((s = pj_name(c, where, v, "op", true, false, &e.op))) return s;
         if (type == BP_EV_EXEC) {
@@ -418,6 +441,64 @@ static bp_status pj_events(pj_ctx *c, const json_t *arr)
         e.buffer = (int32_t)buffer;
         p->ev[p->n_ev++] = e;
     }
+    return BP_OK;
+}
+
+/* "copies": optional; names resolved, steps in range (bp_verify checks the rest). */
+static bp_status pj_copies(pj_ctx *c, const json_t *arr)
+{
+    if (!arr) return BP_OK;
+    if (!json_is_array(arr)) return pj_bad(c, "", "\"copies\" must be an array, not %s", bp__json_type(arr));
+    bp_plan *p = c->p;
+    size_t n = json_array_size(arr);
+    if (n > (size_t)INT32_MAX) return pj_bad(c, "", "\"copies\" has too many entries");
+    p->copies = bp__alloc(&p->alloc, (n ? n : 1) * sizeof *p->copies);
+    if (!p->copies) return bp__err(c->err, BP_ERR_NOMEM, "%s: out of memory reading %zu copies", c->file, n);
+    p->n_copies = (int32_t)n;
+    int64_t max_step = (int64_t)c->g->n_o - 1;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(arr, i, v) {
+        char where[48];
+        bp_copy *e = &p->copies[i];
+        int64_t ev, fi, la;
+        *e = (bp_copy){-1, BP_COPY_PREFETCH, -1, -1, -1, -1, 0};
+        bp_status s = pj_entry(c, where, sizeof where, "copies", i, v);
+        if (!s) s = pj_name(c, where, v, "tensor", false, false, &e->tensor);
+        if (!s) s = pj_name(c, where, v, "op", true, true, &e->op);
+        if (!s) s = pj_int(c, where, v, "evict", 0, max_step, &ev);
+        if (!s) s = pj_int(c, where, v, "first", 0, max_step, &fi);
+        if (!s) s = pj_int(c, where, v, "last", 0, max_step, &la);
+        if (!s) s = pj_u64(c, where, v, "offset", false, &e->offset);
+        if (s) return s;
+        e->evict = (int32_t)ev;
+        e->first = (int32_t)fi;
+        e->last = (int32_t)la;
+        const json_t *k = json_object_get(v, "kind");
+        if (!json_is_string(k) || (strcmp(json_string_value(k), "recompute") && strcmp(json_string_value(k), "prefetch")))
+            return pj_bad(c, where, "\"kind\" must be \"recompute\" or \"prefetch\"");
+        e->kind = strcmp(json_string_value(k), "recompute") ? BP_COPY_PREFETCH : BP_COPY_RECOMPUTE;
+    }
+    return BP_OK;
+}
+
+/* The recompute and offload figures of "stats" (plans with copies). */
+static bp_status pj_copy_stats(pj_ctx *c, const json_t *st)
+{
+    static const char *const dk[3] = {"recompute_cost", "transfer_cost", "overhead_percent"};
+    bp_plan_stats *s = &c->p->stats;
+    double *dv[3] = {&s->recompute_cost, &s->transfer_cost, &s->overhead_percent};
+    for (int i = 0; i < 3; i++) {
+        const json_t *v = json_object_get(st, dk[i]);
+        if (!v) continue;
+        if (!json_is_number(v) || json_number_value(v) < 0) return pj_bad(c, "stats", "\"%s\" must be a non-negative number", dk[i]);
+        *dv[i] = json_number_value(v);
+    }
+    int64_t n = 0;
+    bp_status r;
+    if (json_object_get(st, "offload_bytes") && (r = pj_u64(c, "stats", st, "offload_bytes", false, &s->offload_bytes))) return r;
+    if (json_object_get(st, "n_recomputes")) { if ((r = pj_int(c, "stats", st, "n_recomputes", 0, INT32_MAX, &n))) return r; s->n_recomputes = (int32_t)n; }
+    if (json_object_get(st, "n_offloads")) { if ((r = pj_int(c, "stats", st, "n_offloads", 0, INT32_MAX, &n))) return r; s->n_offloads = (int32_t)n; }
     return BP_OK;
 }
 
@@ -514,7 +595,7 @@ static bp_status pj_body_counts(pj_ctx *c, const json_t *st)
     static const char *const keys[2] = {"n_control_flow", "n_body_planned"};
     const int32_t have[2] = {c->p->stats.n_control_flow, c->p->stats.n_body_planned};
     for (int i = 0; i < 2; i++) {
-        int64_t n;
+        int64_t n = 0;
         if (!json_object_get(st, keys[i])) continue;
         bp_status r = pj_int(c, "stats", st, keys[i], 0, INT32_MAX, &n);
         if (r) return r;
@@ -587,6 +668,8 @@ static bp_status pj_build(json_t *root, const char *file, const bp_graph *g, bp_
      * verifier checks what it states); dynamic_bytes likewise. */
     bp__plan_count(g, p);
     if ((s = pj_stats(&c, json_object_get(root, "stats")))) goto done;
+    if ((s = pj_copies(&c, json_object_get(root, "copies")))) goto done;
+    if ((s = pj_copy_stats(&c, json_object_get(root, "stats")))) goto done;
     if ((s = pj_bodies(&c, json_object_get(root, "bodies")))) goto done;
     if ((s = pj_body_counts(&c, json_object_get(root, "stats")))) goto done;
 done:

@@ -389,6 +389,21 @@ static void vf_inplace(vctx *v, vdata *d)
     }
 }
 
+static void vf_why(void *ctx, const char *msg) { reason((vctx *)ctx, "%s", msg); }
+
+/* 4'. A plan with copies: verify_copies.c replays its events over the
+ * storages found here. */
+static bp_status vf_copies(vctx *v, vdata *d)
+{
+    const bp_allocator *a = &v->g->alloc;
+    int32_t *rep = bp__alloc(a, d->nt1 * sizeof *rep);
+    if (!rep) return bp__err(v->err, BP_ERR_NOMEM, "%s: out of memory verifying", v->g->name);
+    for (size_t t = 0; t < d->nt; t++) rep[t] = uf_find(d->par, d->vroot[t]);
+    bool ok = bp__verify_copies(v->g, v->p, rep, d->soff, d->ssize, vf_why, v);
+    bp__free(a, rep, d->nt1 * sizeof *rep);
+    return ok ? BP_OK : bp__err(v->err, BP_ERR_NOMEM, "%s: out of memory verifying", v->g->name);
+}
+
 /* 4. Every storage inside the arena, no two live ones sharing bytes (a sweep
  * over the declared intervals with a treap ordered by offset), the lower
  * bound and the arena against the true live bytes. */
@@ -432,6 +447,7 @@ static bp_status vf_arena(vctx *v, vdata *d)
             d->dlive[d->slast[t] + 1] -= (int64_t)bp__align_up(d->ssize[t], align);
         }
         if (v->n_reasons) return BP_OK;
+        if (p->n_copies) return vf_copies(v, d);   /* recompute and offload: residencies, not whole intervals */
         sort_by_key(a, d->byfirst, ns, d->dfirst, d->tmp);
         /* nodes k = rank by first; bylast holds node numbers by last */
         for (size_t k = 0; k < ns; k++) {
@@ -527,6 +543,10 @@ static void vf_count(vctx *v, vdata *d, vcounts *c)
         uint64_t end = d->soff[t] + bp__align_up(d->ssize[t], align);   /* in the arena: checked */
         if (end > c->top) c->top = end;
     }
+    for (int32_t i = 0; i < p->n_copies; i++) {   /* in the arena: checked by vf_copies */
+        uint64_t end = p->copies[i].offset + bp__align_up(d->ssize[p->copies[i].tensor], align);
+        if (end > c->top) c->top = end;
+    }
 }
 
 static void vf_stats(vctx *v, vdata *d)
@@ -561,6 +581,7 @@ static void vf_events(vctx *v, vdata *d)
 {
     const bp_plan *p = v->p;
     size_t nt = d->nt, no = d->no;
+    if (p->n_copies) return;   /* replayed by vf_copies */
     if (!v->n_reasons && p->n_ev) {
         int32_t s = -1;
         for (size_t i = 0; i < p->n_ev; i++) {

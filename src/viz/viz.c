@@ -184,6 +184,8 @@ static bp_status viz_live(const bp_plan *p, const int32_t *sf, const int32_t *sl
 bp_status bp_plan_live_bytes(const bp_plan *p, uint64_t *live, bp_error *err)
 {
     if (!p || (!live && p->n_o)) return bp__err(err, BP_ERR_USAGE, "bp_plan_live_bytes: NULL argument");
+    if (bp_plan_n_copies(p))
+        return bp__err(err, BP_ERR_UNSUPPORTED, "bp_plan_live_bytes: the plan has recompute and offload copies, which it does not count yet");
     int32_t *sf, *sl;
     bp_status s = viz_storages(p, &sf, &sl, err);
     if (s) return s;
@@ -231,7 +233,7 @@ static void viz_sort_ids(const bp_plan *p, int32_t *ids, size_t n)
 
 int32_t bp_plan_live_at(const bp_plan *p, int32_t step, int32_t *ids, int32_t cap)
 {
-    if (!p || step < 0 || step >= p->n_o) return -1;
+    if (!p || step < 0 || step >= p->n_o || bp_plan_n_copies(p)) return -1;   /* copies: not counted yet */
     int32_t *sf, *sl;
     if (viz_storages(p, &sf, &sl, NULL)) return -1;
     size_t n = 0;
@@ -256,6 +258,9 @@ static bp_status viz_check(const bp_graph *g, const bp_plan *p, const char *what
     if ((size_t)p->n_t != g->n_t || (size_t)p->n_o != g->n_o)
         return bp__err(err, BP_ERR_USAGE, "%s: the plan (%d tensors, %d ops) is not a plan of graph %s (%zu tensors, %zu ops)",
                        what, p->n_t, p->n_o, g->name, g->n_t, g->n_o);
+    if (bp_plan_n_copies(p))
+        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: %s: the plan recomputes or offloads %d copies, which the timeline does not draw yet "
+                       "(plan without --budget, or with --fallback none)", g->name, what, bp_plan_n_copies(p));
     for (int32_t s = 0; s < p->n_o; s++)
         if (p->order[s] < 0 || p->order[s] >= p->n_o)
             return bp__err(err, BP_ERR_INVALID, "%s: step %d of the plan names op %d, out of range", what, s, p->order[s]);

@@ -24,9 +24,9 @@ done
 # optimal on a small graph
 "$cli" plan "$tmp/diamond.json" -s optimal --format json -o "$tmp/opt.json" >/dev/null
 "$cli" verify "$tmp/diamond.json" "$tmp/opt.json" >/dev/null || { echo "optimal: plan does not verify"; fail=1; }
-# a budget nothing fits: exit 1 and the message
+# a budget nothing fits, without recompute and offload: exit 1 and the message
 set +e
-"$cli" plan "$tmp/diamond.json" -s list --budget 1 -o "$tmp/b.json" 2>"$tmp/err"
+"$cli" plan "$tmp/diamond.json" -s list --budget 1 --fallback none -o "$tmp/b.json" 2>"$tmp/err"
 rc=$?
 set -e
 [ "$rc" = 1 ] || { echo "budget: exit $rc, want 1"; fail=1; }

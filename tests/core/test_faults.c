@@ -157,6 +157,38 @@ static bp_status pl_gen(const bp_allocator *a, bp_error *err)
     return s;
 }
 
+/* Recompute and offload: a small training graph at 0.9 of its arena, the
+ * plan verified, through the plan JSON and back. */
+static bp_status pl_fallback(const bp_allocator *a, bp_error *err)
+{
+    bp_gen_options go;
+    bp_gen_options_init(&go);
+    go.layers = 2; go.width = 8; go.training = 1;
+    bp_graph *g = NULL;
+    bp_plan *p = NULL, *q = NULL;
+    bp_status s = bp_gen("unet", &go, a, &g, err);
+    bp_plan_options o;
+    bp_plan_options_init(&o);
+    o.sched = BP_SCHED_LIST;
+    if (!s) s = bp_plan_graph(g, &o, &p, err);
+    if (!s) o.budget = bp_plan_get_stats(p)->arena_bytes / 10 * 9;
+    bp_plan_free(p);
+    p = NULL;
+    if (!s) s = bp_plan_graph(g, &o, &p, err);
+    if (!s) s = bp_verify(g, p, err);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = s ? NULL : open_memstream(&buf, &len);
+    if (f) { s = bp_plan_write_json_file(p, g, f, err); fclose(f); }
+    if (!s) s = bp_plan_parse_json(g, buf, len, "fb.plan.json", &q, err);
+    if (!s) s = bp_verify(g, q, err);
+    free(buf);
+    bp_plan_free(q);
+    bp_plan_free(p);
+    bp_graph_free(g);
+    return s;
+}
+
 static const char csv_text[] = "id,lower,upper,size,alignment\na,0,2,4,\nb,1,3,8,4\nc,2,4,4,\n\"d x\",0,5,16,16\n";
 
 static bp_status pl_csv(const bp_allocator *a, bp_error *err)
@@ -399,6 +431,7 @@ int main(void)
     unsigned long total = 0;
     total += sweep("graph", pl_graph);
     total += sweep("gen", pl_gen);
+    total += sweep("fallback", pl_fallback);
     total += sweep("csv", pl_csv);
     for (size_t i = 0; i < 2 * GAP_P + 1; i++) {
         bp_interval *x = &gap_iv[i];
