@@ -350,6 +350,7 @@ typedef struct bp_plan_options {
     int fence_aware;         /* assignment that prefers reuse between ops already
                                 ordered by data dependencies (fewer fences for
                                 parallel execution, possibly more memory) */
+    int concat_inplace;      /* Concat inputs written straight into their slice of the output (the engine profile's concat_inplace) */
 } bp_plan_options;
 
 BP_API void bp_plan_options_init(bp_plan_options *o);
@@ -379,6 +380,9 @@ typedef struct bp_tensor_plan {
     int32_t buffer;        /* buffer / storage index, -1 when not in the arena */
     bp_tensor_kind kind;
     int32_t alias_of;      /* tensor whose bytes this one reuses, -1 if none */
+    uint64_t view_offset;  /* where its bytes start in alias_of's (a Concat slice, a Split
+                              output under concat_inplace); 0 otherwise.  Its address is
+                              offset + view_offset. */
 } bp_tensor_plan;
 
 typedef enum bp_event_type { BP_EV_ALLOC = 0, BP_EV_EXEC, BP_EV_FREE } bp_event_type;

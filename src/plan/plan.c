@@ -218,7 +218,8 @@ static bool plan_naive(const bp_graph *g, const bp__storage *st, const bp__lifet
     for (size_t t = 0; t < g->n_t; t++) {
         if (slot[lt->root[t]] < 0) continue;
         uint64_t b = bp__align_up(g->t[t].bytes, align);
-        if (st->root[t] == (int32_t)t && !bp__add_u64(naive, b, &naive)) return false;
+        bool own = st->root[t] == (int32_t)t || bp__tensor_view_source(g, (int32_t)t) < 0;   /* Concat slices count */
+        if (own && !bp__add_u64(naive, b, &naive)) return false;
         if (lt->root[t] != (int32_t)t && !g->t[t].dynamic && !bp__add_u64(saved, b, &saved)) return false;
     }
     ps->naive_bytes = naive;
@@ -323,6 +324,7 @@ bp_status bp__plan_flat(const bp_graph *g, const bp_plan_options *opts, const in
             tp->bytes = g->t[t].bytes;
             tp->kind = tensor_kind(g, &lt, (int32_t)t);
             tp->alias_of = r != (int32_t)t ? r : -1;
+            tp->view_offset = st.off ? st.off[t] : 0;   /* an in-place output sits at its storage's start */
             int32_t si = slot[r];
             if (si >= 0) {
                 tp->offset = offs[si];
