@@ -15,7 +15,7 @@
  * graphs; any order is sound), each all or nothing: every input becomes a
  * slice of the Concat's output at its offset, so the Concat writes no byte
  * of its own.  An input may join when it is the root of its own group (its
- * views move with it), is made by an op, is planned, holds no graph output
+ * views move with it; a view itself may not join), is made by an op, is planned, holds no graph output
  * and is not already placed; or when its group's root is the output of an
  * earlier merged Concat whose inputs are the same tensors at the same
  * relative positions (DenseNet: every concat of a block is a prefix of the
@@ -169,9 +169,7 @@ static bool cm_concat(cm *c, int32_t op, int32_t *next, int32_t *head, int32_t *
             i += g->o[q].n_in;
             continue;
         }
-        /* a plain view of a whole tensor moves that tensor's group */
-        if (r != t && (c->st->off[t] != 0 || g->t[r].bytes != g->t[t].bytes)) return false;
-        if (!cm_fresh(c, r, y)) return false;
+        if (r != t || !cm_fresh(c, r, y)) return false;   /* a view's source is no slice of this Concat */
         i++;
     }
     for (int i = 0; i < x->n_in; i++) {

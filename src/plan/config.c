@@ -604,8 +604,7 @@ bp_status bp_config_write_json(const bp_config *c, FILE *f, bp_error *err)
     fprintf(f, "},\n  \"compaction_interval\": %u,\n  \"threads\": %d,\n  \"cache_dir\": ", c->compaction_interval, p->threads);
     if (c->cache_dir[0]) bp__json_str(f, c->cache_dir); else fputs("null", f);
     fprintf(f, ",\n  \"cache_verify\": %s", c->cache_verify ? "true" : "false");
-    if (p->concat_inplace) fputs(",\n  \"concat_inplace\": true", f);   /* written only when on */
-    fputs("\n}\n", f);
+    fprintf(f, ",\n  \"concat_inplace\": %s\n}\n", p->concat_inplace ? "true" : "false");
     if (ferror(f)) return bp__err(err, BP_ERR_IO, "config: write error");
     return BP_OK;
 }

@@ -372,7 +372,7 @@ typedef struct pc_fixed {
     int32_t n_views, n_inputs, n_weights, reserved;   /* reserved: 0 */
 } pc_fixed;
 
-/* Bytes per tensor: first, last, buffer, alias_of (i32), offset, bytes, view_offset (u64), kind (u8). */
+/* Bytes per tensor: first, last, buffer, alias_of (i32), view_offset, offset, bytes (u64), kind (u8). */
 #define PC_PER_TENSOR (4 * 4 + 3 * 8 + 1)
 
 typedef struct pc_wbuf { unsigned char *p; size_t n; } pc_wbuf;
@@ -413,11 +413,11 @@ static void pc_encode(pc_wbuf *w, const bp_plan *p)
             memcpy(w->p + w->n + ((size_t)f * nt + t) * 4, &v, 4);
         }
     w->n += nt * 16;
+    for (size_t t = 0; t < nt; t++) memcpy(w->p + w->n + t * 8, &p->tp[t].view_offset, 8);
+    w->n += nt * 8;
     for (size_t t = 0; t < nt; t++) memcpy(w->p + w->n + t * 8, &p->tp[t].offset, 8);
     w->n += nt * 8;
     for (size_t t = 0; t < nt; t++) memcpy(w->p + w->n + t * 8, &p->tp[t].bytes, 8);
-    w->n += nt * 8;
-    for (size_t t = 0; t < nt; t++) memcpy(w->p + w->n + t * 8, &p->tp[t].view_offset, 8);
     w->n += nt * 8;
     for (size_t t = 0; t < nt; t++) w->p[w->n + t] = (unsigned char)p->tp[t].kind;
     w->n += nt;
@@ -634,7 +634,7 @@ static bp_status pc_decode(const unsigned char *b, size_t end, size_t *pos, cons
     st->n_views = fx.n_views; st->n_inputs = fx.n_inputs; st->n_weights = fx.n_weights;
     memcpy(p->order, b + *pos, no * 4);
     *pos += no * 4;
-    const unsigned char *a32 = b + *pos, *a64 = b + *pos + nt * 16, *a8 = b + *pos + nt * 40;
+    const unsigned char *a32 = b + *pos, *av = b + *pos + nt * 16, *a64 = b + *pos + nt * 24, *a8 = b + *pos + nt * 40;
     for (size_t t = 0; t < nt; t++) {
         bp_tensor_plan *tp = &p->tp[t];
         memcpy(&tp->first, a32 + t * 4, 4);
@@ -643,7 +643,7 @@ static bp_status pc_decode(const unsigned char *b, size_t end, size_t *pos, cons
         memcpy(&tp->alias_of, a32 + nt * 12 + t * 4, 4);
         memcpy(&tp->offset, a64 + t * 8, 8);
         memcpy(&tp->bytes, a64 + nt * 8 + t * 8, 8);
-        memcpy(&tp->view_offset, a64 + nt * 16 + t * 8, 8);
+        memcpy(&tp->view_offset, av + t * 8, 8);
         tp->kind = (bp_tensor_kind)a8[t];
     }
     *pos += nt * PC_PER_TENSOR;

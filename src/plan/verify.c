@@ -664,7 +664,7 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
     if (!v->n_reasons) vf_tensors(v, &d);
     if (!v->n_reasons) vf_views(v, &d);
     if (!v->n_reasons) {
-        bp__vslices vs = {g, p, d.vroot, d.par, d.sfirst, d.slast, d.sout, vf_reason_cb, v};
+        bp__vslices vs = {g, p, d.vroot, d.par, d.sfirst, d.slast, d.sout, d.ssize, vf_reason_cb, v};
         if ((st = bp__verify_slices(&vs)) != BP_OK) { st = bp__err(err, st, "%s: out of memory verifying", g->name); goto out; }
     }
     if (!v->n_reasons) vf_inplace(v, &d);

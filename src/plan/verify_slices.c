@@ -72,28 +72,60 @@ static bool vs_composite(const bp__vslices *v, int32_t op, int32_t R, uint64_t v
     return true;
 }
 
+static void vs_union(const bp__vslices *v, int32_t a, int32_t b, uint64_t span);
+
 /* How t's placement (root R, offset vo) is justified: 1 a view or composite
- * (writes nothing), 2 a Concat slice (its producer writes it), 0 not. */
-static int vs_justify(const bp__vslices *v, int32_t t, int32_t R, uint64_t vo, uint64_t *offs)
+ * (writes nothing), 2 a Concat slice (its producer writes it), 0 not.  With
+ * span > 0, t's storage is joined to that of every tensor that justifies it
+ * (the Split's input, the Concat's inputs, every Concat output it is a slice
+ * of), so a Concat's pieces meet its output's storage whatever the order. */
+static int vs_justify(const bp__vslices *v, int32_t t, int32_t R, uint64_t vo, uint64_t *offs, uint64_t span)
 {
     const bp_graph *g = v->g;
     const bp_plan *p = v->p;
     int32_t pr = g->t[t].producer;
+    int how = 0;
     if (pr >= 0 && bp__split_layout(g, pr, offs)) {
         int32_t src = bp__op_in(g, pr)[0];
         for (int k = 0; k < g->o[pr].n_out; k++)
-            if (bp__op_out(g, pr)[k] == t && vs_root(p, src) == R && p->tp[src].view_offset + offs[k] == vo) return 1;
+            if (bp__op_out(g, pr)[k] == t && vs_root(p, src) == R && p->tp[src].view_offset + offs[k] == vo) {
+                if (span) vs_union(v, t, src, span);
+                return 1;
+            }
     }
-    if (vs_composite(v, pr, R, vo, offs)) return 1;
-    if (pr < 0 || (g->t[t].flags & (BP_TENSOR_OUTPUT | BP_TENSOR_INPUT | BP_TENSOR_WEIGHT | BP_TENSOR_CONST))) return 0;
+    if (vs_composite(v, pr, R, vo, offs)) {
+        if (span) for (int i = 0; i < g->o[pr].n_in; i++) vs_union(v, t, bp__op_in(g, pr)[i], span);
+        how = 1;
+    }
+    if (pr < 0 || (g->t[t].flags & (BP_TENSOR_OUTPUT | BP_TENSOR_INPUT | BP_TENSOR_WEIGHT | BP_TENSOR_CONST))) return how;
     for (int32_t c = g->cons_off[t]; c < g->cons_off[t + 1]; c++) {
         int32_t op = g->cons[c];
         if (!bp__concat_layout(g, op, offs)) continue;
         int32_t y = bp__op_out(g, op)[0];
         for (int i = 0; i < g->o[op].n_in; i++)
-            if (bp__op_in(g, op)[i] == t && vs_root(p, y) == R && p->tp[y].view_offset + offs[i] == vo) return 2;
+            if (bp__op_in(g, op)[i] == t && vs_root(p, y) == R && p->tp[y].view_offset + offs[i] == vo) {
+                if (!span) return how ? how : 2;
+                vs_union(v, t, y, span);
+                if (!how) how = 2;
+            }
     }
-    return 0;
+    return how;
+}
+
+/* Joins the storages of a and b (spanning `span` bytes at least); a plan
+ * root stays the representative. */
+static void vs_union(const bp__vslices *v, int32_t a, int32_t b, uint64_t span)
+{
+    int32_t ra = vs_find(v->par, v->vroot[a]), rb = vs_find(v->par, v->vroot[b]);
+    if (ra != rb) {
+        if (v->p->tp[ra].alias_of < 0 && v->p->tp[rb].alias_of >= 0) { int32_t x = ra; ra = rb; rb = x; }
+        v->par[ra] = rb;   /* rb represents both */
+        if (v->sfirst[ra] < v->sfirst[rb]) v->sfirst[rb] = v->sfirst[ra];
+        if (v->slast[ra] > v->slast[rb]) v->slast[rb] = v->slast[ra];
+        v->sout[rb] |= v->sout[ra];
+        if (v->ssize[ra] > v->ssize[rb]) v->ssize[rb] = v->ssize[ra];
+    }
+    if (span > v->ssize[rb]) v->ssize[rb] = span;
 }
 
 /* Writers of one storage that overlap: reported. */
@@ -136,7 +168,7 @@ bp_status bp__verify_slices(const bp__vslices *v)
             continue;
         }
         if (R < 0 || (size_t)R >= nt) continue;
-        int how = vs_justify(v, t, R, vo, offs);
+        int how = vs_justify(v, t, R, vo, offs, 0);
         if (!how) {
             if (vo)
                 vs_say(v, "tensor \"%s\" sits %llu bytes into the storage of \"%s\", but it is no Concat input, Concat output or Split output at that place",
@@ -153,11 +185,7 @@ bp_status bp__verify_slices(const bp__vslices *v)
             vs_say(v, "tensor \"%s\" is a slice of \"%s\" but its storage offset differs", VS_NAME(t), VS_NAME(R));
             continue;
         }
-        int32_t S = vs_find(v->par, v->vroot[R]);
-        v->par[t] = S;
-        if (v->sfirst[t] < v->sfirst[S]) v->sfirst[S] = v->sfirst[t];
-        if (v->slast[t] > v->slast[S]) v->slast[S] = v->slast[t];
-        v->sout[S] |= v->sout[t];
+        vs_justify(v, t, R, vo, offs, end ? end : 1);
         has[R] = 1;
         if (how == 2 && g->t[t].bytes) w[nw++] = (vs_w){R, t, vo, end};
     }
