@@ -163,11 +163,14 @@ static bp_status plan_one(const bp_graph *g, const bp_plan_options *opts, bp_pla
 
 /* With concat_inplace, the plan without it too, keeping the smaller arena
  * (the merged one when they tie): slices lengthen their storage's life, and
- * on some graphs that costs more than the copies it saves. */
+ * on some graphs that costs more than the copies it saves.  Not for a graph
+ * with control flow, whose reservations are sized for one set of options
+ * (its bodies, planned by this function, still choose). */
 bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan **out, bp_error *err)
 {
     *out = NULL;
-    if (!opts || !opts->concat_inplace || opts->no_alias) return plan_one(g, opts, out, err);
+    /* a graph with bodies: its reservations were sized for opts alone */
+    if (!opts || !opts->concat_inplace || opts->no_alias || g->n_bodies) return plan_one(g, opts, out, err);
     bp_plan_options off = *opts;
     off.concat_inplace = 0;
     bp_plan *a = NULL, *b = NULL;
