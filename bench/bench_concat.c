@@ -178,7 +178,7 @@ int main(int argc, char **argv)
         total++;
         if (r->on > r->off) { higher++; fprintf(stderr, "HIGHER: %s: %llu > %llu\n", r->name, (unsigned long long)r->on, (unsigned long long)r->off); }
         lower += r->on < r->off;
-        if (!r->n_concat) continue;
+        if (!r->n_concat && r->on == r->off) continue;   /* a graph without a Concat is listed when its Splits changed it */
         char a[32], b[32], c[32];
         mib(a, sizeof a, r->off);
         mib(b, sizeof b, r->on);

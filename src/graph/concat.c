@@ -130,7 +130,7 @@ static void cm_move(cm *c, int32_t *next, int32_t *head, int32_t r, int32_t y, u
 static bool cm_fresh(const cm *c, int32_t r, int32_t y)
 {
     const bp__tensor *t = &c->g->t[r];
-    if (c->st->root[r] != r || r == y || c->cat_op[r] >= 0) return false;
+    if (c->st->root[r] != r || r == y) return false;   /* a merged Concat's output may be a slice: a Concat of Concats */
     if (t->producer < 0 || !c->st->planned[r] || c->pinned[r]) return false;
     return !(t->flags & (BP_TENSOR_INPUT | BP_TENSOR_WEIGHT | BP_TENSOR_CONST | BP_TENSOR_OUTPUT));
 }
