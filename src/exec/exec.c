@@ -737,10 +737,15 @@ static bp_status ex_setup_ops(bp_exec *ex, bp_error *err)
         if (g->t[t].producer >= 0 && ex->step[g->t[t].producer] > l) l = ex->step[g->t[t].producer];
         if (l > last[r]) last[r] = l;
     }
+    /* allocation: before the first member's producer (a Concat output's
+     * slices are made before it), mark[] holding that op meanwhile */
+    for (int32_t t = 0; t < nt; t++) {
+        int32_t r = ex->root[t], pr = g->t[t].producer;
+        if (tracked[r] && pr >= 0 && (mark[r] < 0 || ex->step[pr] < ex->step[mark[r]])) mark[r] = pr;
+    }
     for (int32_t r = 0; r < nt; r++) {
         if (!tracked[r]) continue;
-        int32_t pr = g->t[r].producer;
-        ex->al_off[pr + 1]++;
+        ex->al_off[mark[r] + 1]++;
         if (!ex->keep[r] && last[r] >= 0) ex->fr_off[ex->order[last[r]] + 1]++;
     }
     for (int32_t op = 0; op < no; op++) { ex->al_off[op + 1] += ex->al_off[op]; ex->fr_off[op + 1] += ex->fr_off[op]; }
@@ -753,10 +758,11 @@ static bp_status ex_setup_ops(bp_exec *ex, bp_error *err)
         memcpy(ff, ex->fr_off, (size_t)no * sizeof *ff);
         for (int32_t r = 0; r < nt; r++) {
             if (!tracked[r]) continue;
-            ex->al[fa[g->t[r].producer]++] = r;
+            ex->al[fa[mark[r]]++] = r;
             if (!ex->keep[r] && last[r] >= 0) ex->fr[ff[ex->order[last[r]]]++] = r;
         }
     }
+    for (int32_t r = 0; r < nt; r++) mark[r] = -1;
     /* use counts (parallel): distinct ops touching a tracked storage */
     for (int pass = 0; pass < 2; pass++) {
         size_t n = 0;
@@ -821,6 +827,33 @@ static void ex_acc_add(const bp_exec *ex, const int32_t *tid, int32_t t, int32_t
     amark[q] = op;
     if (acc) acc[acc_off[q + 1]++] = op;
     else acc_off[q + 2]++;
+}
+
+/* A storage allocated at run time (POOL) whose members are made by several
+ * ops (Concat slices) is allocated by the first of them in plan order: every
+ * other producer waits for that one (a fence), so no slice is written before
+ * its block exists.  first: scratch, nt entries. */
+static bp_status ex_pool_slice_fences(bp_exec *ex, int32_t *first, bp_error *err)
+{
+    const bp_graph *g = ex->g;
+    for (int32_t r = 0; r < ex->nt; r++) first[r] = -1;
+    for (int32_t t = 0; t < ex->nt; t++) {
+        int32_t r = ex->root[t], pr = g->t[t].producer;
+        if (ex->sk[r] == BP__SK_POOL && pr >= 0 && (first[r] < 0 || ex->step[pr] < ex->step[first[r]])) first[r] = pr;
+    }
+    for (int32_t t = 0; t < ex->nt; t++) {
+        int32_t r = ex->root[t], pr = g->t[t].producer;
+        if (ex->sk[r] != BP__SK_POOL || pr < 0 || pr == first[r]) continue;
+        bool reads = false;   /* views and in-place outputs read the storage: ordered already */
+        for (int i = 0; i < g->o[pr].n_in && !reads; i++) reads = ex->root[bp__op_in(g, pr)[i]] == r;
+        if (reads) continue;
+        if (!bp__grow(&ex->a, (void **)&ex->fences, &ex->cap_fences, 2 * (ex->n_fences + 1), sizeof *ex->fences))
+            return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
+        ex->fences[2 * ex->n_fences] = first[r];
+        ex->fences[2 * ex->n_fences + 1] = pr;
+        ex->n_fences++;
+    }
+    return BP_OK;
 }
 
 /* Successors and predecessor counts, with fences where bytes are reused. */
@@ -908,6 +941,7 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
         s = bp__fences_build(&ex->a, no, ex->order, pred_off, pred, (int32_t)n_ten, ten, acc_off, acc,
                              &ex->fences, &ex->n_fences, &ex->cap_fences, &ex->fence_gave_up, err);
         if (s) goto done;
+        if ((s = ex_pool_slice_fences(ex, amark, err))) goto done;
     }
     /* successors = data preds reversed + fences */
     for (int32_t op = 0; op < no; op++)

@@ -5,8 +5,9 @@
  * skip (an encoder map kept for a Concat after a pool, a conv and an
  * upsample), computed with small float kernels (1x1 conv, Relu, 2x2 max
  * pool, nearest upsample, a Concat that copies each input unless it already
- * sits in its place) in one arena, on 1 and 2 threads, and compared bit for
- * bit with a safe run (every tensor its own buffer).  The planned run must
+ * sits in its place) in one arena, and in pool blocks allocated at run time
+ * (dynamic mode), on 1 and 2 threads, and compared bit for bit with a safe
+ * run (every tensor its own buffer).  The planned run must
  * also have skipped copies, so the inputs really were written in place.
  */
 #include "bufplan.h"
@@ -266,14 +267,17 @@ static void check_graph(bp_graph *g, const char *what)
     kstats safe = {0, 0};
     REQUIRE(run_output(g, p, BP_EXEC_SAFE, 1, &safe, ref, &nr));
     CHECK_MSG(safe.skips == 0 && safe.copies > 0, "%s: the safe run copied %d and skipped %d", what, safe.copies, safe.skips);
-    for (int th = 1; th <= 2; th++) {
+    for (int run = 0; run < 4; run++) {   /* planned and dynamic (pool blocks at run time), 1 and 2 threads */
+        bp_exec_mode mode = run < 2 ? BP_EXEC_PLANNED : BP_EXEC_DYNAMIC;
+        int th = 1 + run % 2;
         kstats pk = {0, 0};
-        REQUIRE(run_output(g, p, BP_EXEC_PLANNED, th, &pk, got, &ng));
-        CHECK_MSG(ng == nr && !memcmp(ref, got, (size_t)nr), "%s on %d thread(s): the planned run differs from the safe run", what, th);
-        CHECK_MSG(pk.skips > 0 && pk.copies == 0, "%s on %d thread(s): the planned run copied %d inputs, skipped %d", what, th, pk.copies,
-                  pk.skips);
+        REQUIRE(run_output(g, p, mode, th, &pk, got, &ng));
+        CHECK_MSG(ng == nr && !memcmp(ref, got, (size_t)nr), "%s, %s on %d thread(s): the run differs from the safe run", what,
+                  bp_exec_mode_name(mode), th);
+        CHECK_MSG(pk.skips > 0 && pk.copies == 0, "%s, %s on %d thread(s): the run copied %d inputs, skipped %d", what,
+                  bp_exec_mode_name(mode), th, pk.copies, pk.skips);
     }
-    printf("%s: %d slices, arena %llu bytes; the planned runs skipped every copy and match the safe run\n", what, slices,
+    printf("%s: %d slices, arena %llu bytes; the planned and dynamic runs skipped every copy and match the safe run\n", what, slices,
            (unsigned long long)bp_plan_get_stats(p)->arena_bytes);
     bp_plan_free(p);
     bp_graph_free(g);
