@@ -568,6 +568,13 @@ static void vf_events(vctx *v, vdata *d)
     const bp_plan *p = v->p;
     size_t nt = d->nt, no = d->no;
     if (!v->n_reasons && p->n_ev) {
+        /* the true first step of each storage (tmp is free by now): its
+         * ALLOC may not come after any member's first use */
+        for (size_t t = 0; t < nt; t++) d->tmp[t] = INT32_MAX;
+        for (size_t t = 0; t < nt; t++) {
+            int32_t S = uf_find(d->par, d->vroot[t]);
+            if (d->first[t] >= 0 && d->first[t] < d->tmp[S]) d->tmp[S] = d->first[t];
+        }
         int32_t s = -1;
         for (size_t i = 0; i < p->n_ev; i++) {
             const bp_event *e = &p->ev[i];
@@ -585,6 +592,8 @@ static void vf_events(vctx *v, vdata *d)
             int32_t S = uf_find(d->par, r);
             if (e->type == BP_EV_ALLOC && d->first[t] >= 0 && s + 1 > d->first[t])
                 reason(v, "event %zu: ALLOC of \"%s\" comes after its first use at step %d", i + 1, TN(t), d->first[t]);
+            else if (e->type == BP_EV_ALLOC && S >= 0 && d->tmp[S] != INT32_MAX && s + 1 > d->tmp[S])
+                reason(v, "event %zu: ALLOC of \"%s\" comes after its storage's first use at step %d", i + 1, TN(t), d->tmp[S]);
             if (e->type == BP_EV_FREE && S >= 0 && d->slast[S] > s)
                 reason(v, "event %zu: FREE of \"%s\" at step %d, but its storage is used until step %d", i + 1, TN(t), s, d->slast[S]);
         }
