@@ -389,6 +389,7 @@ typedef struct bp_plan_options {
                                 recompute | offload; 0 = fail with BP_ERR_BUDGET) */
     double host_bandwidth;   /* bytes per second of an offload or a prefetch,
                                 default BP_HOST_BANDWIDTH_DEFAULT */
+    int concat_inplace;      /* Concat inputs written straight into their slice of the output (the engine profile's concat_inplace) */
 } bp_plan_options;
 
 /* bp_plan_options.fallback (docs/FALLBACK.md) */
@@ -424,6 +425,9 @@ typedef struct bp_tensor_plan {
     int32_t buffer;        /* buffer / storage index, -1 when not in the arena */
     bp_tensor_kind kind;
     int32_t alias_of;      /* tensor whose bytes this one reuses, -1 if none */
+    uint64_t view_offset;  /* where its bytes start in alias_of's (a Concat slice, a Split
+                              output under concat_inplace); 0 otherwise.  Its address is
+                              offset + view_offset. */
 } bp_tensor_plan;
 
 typedef enum bp_event_type {

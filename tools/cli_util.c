@@ -99,7 +99,8 @@ const char cli_plan_opts_help[] =
     "  --time-limit S         seconds for searches (default 10)\n"
     "  --seed N               seed for randomised searches (default 1)\n"
     "  --no-alias             no views, no in-place reuse\n"
-    "  --plan-inputs          place graph inputs in the arena too\n";
+    "  --plan-inputs          place graph inputs in the arena too\n"
+    "  --concat-inplace       Concat inputs written into their slice of the output\n";
 
 const char cli_threads_opt_help[] =
     "  --threads N            workers for the makespan estimate\n";
@@ -330,6 +331,7 @@ int cli_plan_opt(bp_plan_options *po, int argc, char **argv, int *i, const char 
     }
     if (!strcmp(a, "--no-alias")) { po->no_alias = 1; return 1; }
     if (!strcmp(a, "--plan-inputs")) { po->plan_inputs = 1; return 1; }
+    if (!strcmp(a, "--concat-inplace")) { po->concat_inplace = 1; return 1; }
     return 0;
 }
 

@@ -10,6 +10,8 @@
  * every reader, and from there every output downstream.  A view output is a
  * copy of its input's first bytes (nothing is written when they share them),
  * so views agree between modes that share bytes and modes that do not.
+ * Likewise a Concat copies its inputs and a Split its pieces (contiguous
+ * ones), so slices in place (concat_inplace) and copies agree.
  *
  * bp_exec_verify runs the plan and a safe run (every tensor its own buffer)
  * with hashes of every input as read and every output as written; the first
@@ -19,6 +21,7 @@
 #include "exec/exec_internal.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -46,6 +49,33 @@ static void dg_spin(double us)
     while (bp__now() < end) {}
 }
 
+/* A Concat or a Split whose pieces are contiguous ranges (graph/concat.c)
+ * moves bytes instead of hashing them, so that a plan that puts the pieces
+ * in place (concat_inplace) and a safe run give the same bytes: the pieces
+ * are copied where their pointers differ, left alone where they sit in
+ * place already.  Returns false (nothing done) for any other op. */
+static bool dg_pieces(const bp_exec_call *c)
+{
+    const bp_graph *g = c->graph;
+    uint64_t stack[16], *offs = stack;
+    int n = c->n_in > c->n_out ? c->n_in : c->n_out;
+    if (!g || c->op < 0 || n < 1) return false;
+    if (n > 16 && !(offs = malloc((size_t)n * sizeof *offs))) return false;
+    bool cat = bp__concat_layout(g, c->op, offs), split = !cat && bp__split_layout(g, c->op, offs);
+    if (cat && c->out[0].data)
+        for (int i = 0; i < c->n_in; i++) {
+            char *dst = (char *)c->out[0].data + offs[i];
+            if (c->in[i].bytes && dst != c->in[i].data) memmove(dst, c->in[i].data, (size_t)c->in[i].bytes);
+        }
+    if (split && c->in[0].data)
+        for (int k = 0; k < c->n_out; k++) {
+            const char *src = (const char *)c->in[0].data + offs[k];
+            if (c->out[k].bytes && c->out[k].data != src) memmove(c->out[k].data, src, (size_t)c->out[k].bytes);
+        }
+    if (offs != stack) free(offs);
+    return cat || split;
+}
+
 int bp_digest_kernel(void *user, const bp_exec_call *c, bp_error *err)
 {
     const bp_digest_options *o = user;
@@ -56,6 +86,7 @@ int bp_digest_kernel(void *user, const bp_exec_call *c, bp_error *err)
             return 3;
         }
     }
+    if (dg_pieces(c)) return 0;
     uint64_t h = bp__dg_mix((uint64_t)c->op * 0x9e3779b97f4a7c15ull + (uint64_t)c->n_in);
     for (int i = 0; i < c->n_in; i++) h = bp__dg_mix(h ^ bp_digest_hash(c->in[i].data, c->in[i].bytes, (uint64_t)i));
     for (int k = 0; k < c->n_out; k++) {

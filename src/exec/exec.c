@@ -87,7 +87,7 @@ static bp_status ex_storage_alloc(bp_exec *ex, int32_t r, int thr, bp__exec_loca
     if (ex->sk[r] != BP__SK_POOL) return BP_OK;
     uint64_t need = 0;
     for (int32_t k = ex->mem_off[r]; k < ex->mem_off[r + 1]; k++)
-        if (ex->tbytes[ex->mem[k]] > need) need = ex->tbytes[ex->mem[k]];
+        if (ex->voff[ex->mem[k]] + ex->tbytes[ex->mem[k]] > need) need = ex->voff[ex->mem[k]] + ex->tbytes[ex->mem[k]];
     double t0 = ex->o.time_allocs ? bp__now() : 0;
     void *p = NULL;
     uint64_t got = need;
@@ -106,7 +106,7 @@ static bp_status ex_storage_alloc(bp_exec *ex, int32_t r, int thr, bp__exec_loca
     ex->scap[r] = got;
     if (ex->o.history) ex->s_addr[r] = (uintptr_t)p;
     ex_note_bytes(ex, (int64_t)got);
-    for (int32_t k = ex->mem_off[r]; k < ex->mem_off[r + 1]; k++) ex->tptr[ex->mem[k]] = p;
+    for (int32_t k = ex->mem_off[r]; k < ex->mem_off[r + 1]; k++) ex->tptr[ex->mem[k]] = (char *)p + ex->voff[ex->mem[k]];
     return BP_OK;
 }
 
@@ -483,7 +483,7 @@ bp_status bp_exec_set_dynamic_bytes(bp_exec *ex, int32_t t, uint64_t bytes, bp_e
         memset(p, 0, (size_t)bytes);
         ex->sptr[r] = p;   /* the old bytes stay in the slab until bp_exec_free */
         ex->scap[r] = bytes;
-        for (int32_t k = ex->mem_off[r]; k < ex->mem_off[r + 1]; k++) ex->tptr[ex->mem[k]] = p;
+        for (int32_t k = ex->mem_off[r]; k < ex->mem_off[r + 1]; k++) ex->tptr[ex->mem[k]] = (char *)p + ex->voff[ex->mem[k]];
     }
     ex->tbytes[t] = bytes;
     return BP_OK;
@@ -610,6 +610,8 @@ static bp_status ex_setup_memory(bp_exec *ex, bp_error *err)
         ex->tbytes[t] = g->t[t].bytes;
         ex->view_src[t] = ex_graph_view_src(g, t);
     }
+    if (!EX_ARR(ex, ex->voff, nt) || !EX_ARR(ex, ex->inside, nt)) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
+    bp__exec_slices_fill(ex);
     /* kinds, per root */
     for (int32_t t = 0; t < nt; t++) {
         if (ex->root[t] != t) continue;
@@ -679,7 +681,7 @@ static bp_status ex_setup_memory(bp_exec *ex, bp_error *err)
             if (!fixed && !staged) continue;
             uint64_t need = 0;
             for (int32_t k = ex->mem_off[r]; k < ex->mem_off[r + 1]; k++)
-                if (ex->tbytes[ex->mem[k]] > need) need = ex->tbytes[ex->mem[k]];
+                if (ex->voff[ex->mem[k]] + ex->tbytes[ex->mem[k]] > need) need = ex->voff[ex->mem[k]] + ex->tbytes[ex->mem[k]];
             int k = ex->external[r] ? 0 : 1;
             uint64_t at = slab[k], sz = bp__align_up(need ? need : 1, q);
             if (!bp__add_u64(slab[k], sz, &slab[k]))
@@ -690,7 +692,7 @@ static bp_status ex_setup_memory(bp_exec *ex, bp_error *err)
             if (ex->external[r]) { memset(ex->sptr[r], 0, (size_t)sz); ex->external_bytes += need; }  /* the rest is written by its op */
             else ex->safe_bytes += need;
             if (staged) ex->pin[ex->n_pin++] = r;
-            else for (int32_t k2 = ex->mem_off[r]; k2 < ex->mem_off[r + 1]; k2++) ex->tptr[ex->mem[k2]] = ex->sptr[r];
+            else for (int32_t k2 = ex->mem_off[r]; k2 < ex->mem_off[r + 1]; k2++) ex->tptr[ex->mem[k2]] = (char *)ex->sptr[r] + ex->voff[ex->mem[k2]];
         }
     }
     /* arena bindings */
@@ -698,7 +700,7 @@ static bp_status ex_setup_memory(bp_exec *ex, bp_error *err)
         if (ex->root[r] != r || ex->sk[r] != BP__SK_ARENA) continue;
         for (int32_t k = ex->mem_off[r]; k < ex->mem_off[r + 1]; k++) {
             int32_t t = ex->mem[k];
-            uint64_t off = p->tp[t].offset != BP_NO_OFFSET ? p->tp[t].offset : p->tp[r].offset, end;
+            uint64_t off = (p->tp[t].offset != BP_NO_OFFSET ? p->tp[t].offset : p->tp[r].offset) + ex->voff[t], end;
             if (ex->pool_is_parents) {   /* a body: its arena is the parent's at arena_base */
                 if (!bp__add_u64(off, ex->tbytes[t], &end) || end > ex->arena_bytes)
                     return bp__err(err, BP_ERR_INVALID, "%s: tensor \"%s\" at offset %llu (%llu bytes) does not fit the body's arena of %llu bytes",
@@ -751,10 +753,15 @@ static bp_status ex_setup_ops(bp_exec *ex, bp_error *err)
         if (g->t[t].producer >= 0 && ex->step[g->t[t].producer] > l) l = ex->step[g->t[t].producer];
         if (l > last[r]) last[r] = l;
     }
+    /* allocation: before the first member's producer (a Concat output's
+     * slices are made before it), mark[] holding that op meanwhile */
+    for (int32_t t = 0; t < nt; t++) {
+        int32_t r = ex->root[t], pr = g->t[t].producer;
+        if (tracked[r] && pr >= 0 && (mark[r] < 0 || ex->step[pr] < ex->step[mark[r]])) mark[r] = pr;
+    }
     for (int32_t r = 0; r < nt; r++) {
         if (!tracked[r]) continue;
-        int32_t pr = g->t[r].producer;
-        ex->al_off[pr + 1]++;
+        ex->al_off[mark[r] + 1]++;
         if (!ex->keep[r] && last[r] >= 0) ex->fr_off[ex->order[last[r]] + 1]++;
     }
     for (int32_t op = 0; op < no; op++) { ex->al_off[op + 1] += ex->al_off[op]; ex->fr_off[op + 1] += ex->fr_off[op]; }
@@ -767,10 +774,11 @@ static bp_status ex_setup_ops(bp_exec *ex, bp_error *err)
         memcpy(ff, ex->fr_off, (size_t)no * sizeof *ff);
         for (int32_t r = 0; r < nt; r++) {
             if (!tracked[r]) continue;
-            ex->al[fa[g->t[r].producer]++] = r;
+            ex->al[fa[mark[r]]++] = r;
             if (!ex->keep[r] && last[r] >= 0) ex->fr[ff[ex->order[last[r]]]++] = r;
         }
     }
+    for (int32_t r = 0; r < nt; r++) mark[r] = -1;
     /* use counts (parallel): distinct ops touching a tracked storage */
     for (int pass = 0; pass < 2; pass++) {
         size_t n = 0;
@@ -815,6 +823,55 @@ static bp_status ex_setup_handles(bp_exec *ex, bp_error *err)
     return BP_OK;
 }
 
+/* Counts (acc NULL: in acc_off[q + 2]) or records (acc: at acc_off[q + 1]) op
+ * as an accessor of the tenant of t, once per op (amark).  A Concat output
+ * whose inputs sit in it has no tenant of its own: its accessors are its
+ * inputs' (recursively). */
+static void ex_acc_add(const bp_exec *ex, const int32_t *tid, int32_t t, int32_t op, int32_t *amark, int32_t *acc,
+                       int32_t *acc_off, int depth)
+{
+    int32_t u = t, hops = 0;
+    while (tid[u] < 0 && ex->inside[u] != -2 && (ex->view_src[u] >= 0 || ex->inside[u] >= 0) && hops++ < ex->nt)
+        u = ex->inside[u] >= 0 ? ex->inside[u] : ex->view_src[u];
+    int32_t q = tid[u];
+    if (q < 0 && ex->inside[u] == -2 && depth < 64) {
+        int32_t pr = ex->g->t[u].producer;
+        for (int i = 0; i < ex->g->o[pr].n_in; i++) ex_acc_add(ex, tid, bp__op_in(ex->g, pr)[i], op, amark, acc, acc_off, depth + 1);
+        return;
+    }
+    if (q < 0 || amark[q] == op) return;
+    amark[q] = op;
+    if (acc) acc[acc_off[q + 1]++] = op;
+    else acc_off[q + 2]++;
+}
+
+/* A storage allocated at run time (POOL) whose members are made by several
+ * ops (Concat slices) is allocated by the first of them in plan order: every
+ * other producer waits for that one (a fence), so no slice is written before
+ * its block exists.  first: scratch, nt entries. */
+static bp_status ex_pool_slice_fences(bp_exec *ex, int32_t *first, bp_error *err)
+{
+    const bp_graph *g = ex->g;
+    for (int32_t r = 0; r < ex->nt; r++) first[r] = -1;
+    for (int32_t t = 0; t < ex->nt; t++) {
+        int32_t r = ex->root[t], pr = g->t[t].producer;
+        if (ex->sk[r] == BP__SK_POOL && pr >= 0 && (first[r] < 0 || ex->step[pr] < ex->step[first[r]])) first[r] = pr;
+    }
+    for (int32_t t = 0; t < ex->nt; t++) {
+        int32_t r = ex->root[t], pr = g->t[t].producer;
+        if (ex->sk[r] != BP__SK_POOL || pr < 0 || pr == first[r]) continue;
+        bool reads = false;   /* views and in-place outputs read the storage: ordered already */
+        for (int i = 0; i < g->o[pr].n_in && !reads; i++) reads = ex->root[bp__op_in(g, pr)[i]] == r;
+        if (reads) continue;
+        if (!bp__grow(&ex->a, (void **)&ex->fences, &ex->cap_fences, 2 * (ex->n_fences + 1), sizeof *ex->fences))
+            return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
+        ex->fences[2 * ex->n_fences] = first[r];
+        ex->fences[2 * ex->n_fences + 1] = pr;
+        ex->n_fences++;
+    }
+    return BP_OK;
+}
+
 /* Successors and predecessor counts, with fences where bytes are reused. */
 static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
 {
@@ -824,7 +881,7 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
     int32_t *pred_off = NULL, *pred = NULL;
     bp__tenant *ten = NULL;
     int32_t *tid = NULL, *acc_off = NULL, *acc = NULL, *amark = NULL;
-    size_t n_ten = 0;
+    size_t n_ten = 0, acc_cap = 0;
     bp_status s = bp__op_preds(g, &ex->a, &pred_off, &pred, &ex->n_data_edges, err);
     if (s) return s;
     if (ex->o.mode != BP_EXEC_SAFE) {
@@ -861,7 +918,7 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
             if (ex->sk[r] != BP__SK_ARENA && amark[r] < 2) continue;
             uint64_t lo, hi;
             if (ex->sk[r] == BP__SK_ARENA) {
-                lo = p->tp[t].offset != BP_NO_OFFSET ? p->tp[t].offset : p->tp[r].offset;
+                lo = (p->tp[t].offset != BP_NO_OFFSET ? p->tp[t].offset : p->tp[r].offset) + ex->voff[t];
                 hi = lo + ex->tbytes[t];
             } else {
                 lo = vbase[r];
@@ -876,28 +933,31 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
         for (int32_t t = 0; t < nt; t++) {
             if (tid[t] >= 0) continue;
             int32_t u = t, hops = 0;
-            while (tid[u] < 0 && ex->view_src[u] >= 0 && hops++ < nt) u = ex->view_src[u];
+            while (tid[u] < 0 && (ex->view_src[u] >= 0 || ex->inside[u] >= 0) && hops++ < nt)
+                u = ex->inside[u] >= 0 ? ex->inside[u] : ex->view_src[u];
             tid[t] = tid[u] >= 0 ? tid[u] : -1;
         }
         /* accessors per tenant (CSR): every op that reads or writes it */
         for (int pass = 0; pass < 2; pass++) {
             for (int32_t op = 0; op < no; op++) {
                 const int32_t *io = g->io + g->o[op].io_off;
-                for (int k = 0; k < g->o[op].n_in + g->o[op].n_out; k++) {
-                    int32_t q = tid[io[k]];
-                    if (q < 0 || amark[q] == op) continue;
-                    amark[q] = op;
-                    if (pass) acc[acc_off[q + 1]++] = op;
-                    else acc_off[q + 2]++;
-                }
+                for (int k = 0; k < g->o[op].n_in + g->o[op].n_out; k++)
+                    ex_acc_add(ex, tid, io[k], op, amark, pass ? acc : NULL, acc_off, 0);
             }
             for (size_t q = 0; q < n_ten; q++) amark[q] = -1;
             if (!pass) for (size_t q = 1; q <= n_ten + 1; q++) acc_off[q] += acc_off[q - 1];
+            if (!pass && (size_t)acc_off[n_ten + 1] > (g->n_io ? g->n_io : 1)) {   /* Concat outputs made of slices count more */
+                int32_t *grown = bp__realloc(&ex->a, acc, (g->n_io ? g->n_io : 1) * sizeof *acc, (size_t)acc_off[n_ten + 1] * sizeof *acc);
+                if (!grown) { s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name); goto done; }
+                acc = grown;
+                acc_cap = (size_t)acc_off[n_ten + 1];
+            }
         }
         /* counted at q + 2, filled through q + 1: acc_off[q] is now q's start */
         s = bp__fences_build(&ex->a, no, ex->order, pred_off, pred, (int32_t)n_ten, ten, acc_off, acc,
                              &ex->fences, &ex->n_fences, &ex->cap_fences, &ex->fence_gave_up, err);
         if (s) goto done;
+        if ((s = ex_pool_slice_fences(ex, amark, err))) goto done;
     }
     /* successors = data preds reversed + fences */
     for (int32_t op = 0; op < no; op++)
@@ -920,7 +980,7 @@ done:
     bp__free(&ex->a, ten, (size_t)(nt ? nt : 1) * sizeof *ten);
     bp__free(&ex->a, amark, (size_t)(nt ? nt : 1) * sizeof *amark);
     bp__free(&ex->a, acc_off, ((size_t)nt + 2) * sizeof *acc_off);
-    bp__free(&ex->a, acc, (g->n_io ? g->n_io : 1) * sizeof *acc);
+    bp__free(&ex->a, acc, (acc_cap > g->n_io ? acc_cap : (g->n_io ? g->n_io : 1)) * sizeof *acc);
     return s;
 }
 

@@ -48,6 +48,9 @@ struct bp_exec {
     uint64_t *tbytes;              /* nt: size a kernel sees */
     void **tptr;                   /* nt: where the tensor's bytes are now */
     int32_t *view_src;             /* nt: the tensor it is a view of (graph), -1 */
+    uint64_t *voff;                /* nt: where its bytes start in its root's (the plan's view_offset; 0 in safe mode) */
+    int32_t *inside;               /* nt: a Split output at its offset: its source; a Concat output
+                                      whose inputs all sit in it: -2; else -1 (slices.c) */
     /* storages, indexed by root tensor */
     uint8_t *sk;                   /* nt: BP__SK_* (valid for roots) */
     uint8_t *keep;                 /* nt: holds a graph output: not freed during a run */
@@ -134,8 +137,13 @@ bp_status bp__exec_shapes_fill(bp_exec *ex, const bp_graph *src, bp_error *err);
 /* True when t is a tenant of its own bytes (written, not a view sharing them). */
 static inline bool bp__exec_is_tenant(const bp_exec *ex, int32_t t)
 {
+    if (ex->inside && ex->inside[t] != -1) return false;   /* made of its sources' or inputs' bytes */
     int32_t v = ex->view_src[t];
     return v < 0 || ex->root[v] != ex->root[t];
 }
+
+/* slices.c: fills ex->voff and ex->inside (both allocated, nt entries)
+ * from the plan, after ex->root. */
+void bp__exec_slices_fill(bp_exec *ex);
 
 #endif /* BP_EXEC_INTERNAL_H */

@@ -117,6 +117,9 @@ void bp__attrs_write_json(const bp_graph *g, int32_t op, FILE *f);
 typedef struct bp__storage {
     int32_t *root;       /* n_t: root tensor of each tensor's storage */
     uint8_t *planned;    /* n_t: 1 when the tensor's storage is in the arena */
+    /* concat_inplace only (NULL otherwise; concat.c): */
+    uint64_t *off;       /* n_t: byte offset of the tensor in its root's bytes */
+    uint8_t *cat;        /* n_t: 1 for a Concat slice or a merged Concat's output */
 } bp__storage;
 
 bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__storage *st, bp_error *err);
@@ -132,6 +135,21 @@ static inline int32_t bp__storage_find(int32_t *root, int32_t t)
     while (root[t] != r) { int32_t n = root[t]; root[t] = r; t = n; }
     return r;
 }
+
+/* concat.c.  Op types that concatenate / split their first input. */
+bool bp__is_concat_type(const char *type);
+bool bp__is_split_type(const char *type);
+/* True when op is a Concat whose inputs lie side by side, contiguously, in
+ * its output (static shapes, one axis, every dim before it 1); offs[i] (n_in
+ * entries) gets input i's byte offset in the output. */
+bool bp__concat_layout(const bp_graph *g, int32_t op, uint64_t *offs);
+/* The same for a Split: offs[k] (n_out entries) is output k's offset in
+ * input 0. */
+bool bp__split_layout(const bp_graph *g, int32_t op, uint64_t *offs);
+/* concat_inplace: Split outputs become views at their offsets, Concat inputs
+ * slices of the output (st->off and st->cat allocated and filled, st->root
+ * updated; every root path stays flat). */
+bp_status bp__concat_merge(const bp_graph *g, bp__storage *st, bp_error *err);
 
 /* BP_ERR_LIMIT when the tensors' bytes add up to more than
  * g->lim.max_total_bytes (so the planners' sums cannot overflow). */

@@ -4,8 +4,9 @@
  * explicit view_of, or output 0 of an op whose type is a known view
  * (Reshape, aten.view, ...) — or itself.  A root is planned (in the arena)
  * when an op produces it and it is not dynamic, not a weight/constant, not a
- * graph input (unless plan_inputs).  The schedulers and the lifetimes
- * (plan/lifetime.c) both start from it.
+ * graph input (unless plan_inputs).  With concat_inplace, Concat inputs and
+ * Split outputs then join their storages at an offset (concat.c).  The
+ * schedulers and the lifetimes (plan/lifetime.c) both start from it.
  */
 #include "graph/graph_internal.h"
 
@@ -15,8 +16,12 @@ void bp__storage_free(const bp_graph *g, bp__storage *st)
 {
     bp__free(&g->alloc, st->root, g->n_t * sizeof *st->root);
     bp__free(&g->alloc, st->planned, g->n_t * sizeof *st->planned);
+    bp__free(&g->alloc, st->off, (g->n_t ? g->n_t : 1) * sizeof *st->off);
+    bp__free(&g->alloc, st->cat, g->n_t ? g->n_t : 1);
     st->root = NULL;
     st->planned = NULL;
+    st->off = NULL;
+    st->cat = NULL;
 }
 
 int32_t bp__tensor_view_source(const bp_graph *g, int32_t t)
@@ -33,6 +38,8 @@ bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__sto
     size_t nt = g->n_t;
     st->root = NULL;
     st->planned = NULL;
+    st->off = NULL;
+    st->cat = NULL;
     bp_status ls = bp__limits_check_total(g, err);   /* sums below cannot overflow */
     if (ls) return ls;
     st->root = bp__alloc(&g->alloc, (nt ? nt : 1) * sizeof *st->root);
@@ -58,5 +65,9 @@ bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__sto
         st->planned[t] = planned;
     }
     /* A storage is planned when its root is; members follow the root. */
+    if (o->concat_inplace && !o->no_alias) {
+        bp_status cs = bp__concat_merge(g, st, err);
+        if (cs) { bp__storage_free(g, st); return cs; }
+    }
     return BP_OK;
 }

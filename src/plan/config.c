@@ -325,6 +325,7 @@ CFG_BOOL_SETTER(set_plan_constants, plan.plan_constants)
 CFG_BOOL_SETTER(set_fence_aware, plan.fence_aware)
 CFG_BOOL_SETTER(set_replan, replan)
 CFG_BOOL_SETTER(set_cache_verify, cache_verify)
+CFG_BOOL_SETTER(set_concat_inplace, plan.concat_inplace)
 
 static bp_status set_threads(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
 {
@@ -442,6 +443,7 @@ static const cfg_key cfg_keys[] = {
     {"threads", CT_INT, set_threads},
     {"cache_dir", CT_STR, set_cache_dir},
     {"cache_verify", CT_BOOL, set_cache_verify},
+    {"concat_inplace", CT_BOOL, set_concat_inplace},
 };
 #define CFG_N_KEYS (sizeof cfg_keys / sizeof cfg_keys[0])
 
@@ -449,7 +451,7 @@ static const char *const cfg_key_names[] = {
     "format", "version", "preset", "scheduler", "alpha", "beta", "time_limit", "budget", "assigner",
     "alignment", "seed", "alias", "plan_inputs", "plan_constants", "fence_aware", "replan",
     "warmup_runs", "dynamic_policy", "buckets", "compaction_interval", "threads", "cache_dir",
-    "cache_verify", NULL,
+    "cache_verify", "concat_inplace", NULL,
 };
 
 const char *const *bp_config_keys(void) { return cfg_key_names; }
@@ -601,7 +603,8 @@ bp_status bp_config_write_json(const bp_config *c, FILE *f, bp_error *err)
     }
     fprintf(f, "},\n  \"compaction_interval\": %u,\n  \"threads\": %d,\n  \"cache_dir\": ", c->compaction_interval, p->threads);
     if (c->cache_dir[0]) bp__json_str(f, c->cache_dir); else fputs("null", f);
-    fprintf(f, ",\n  \"cache_verify\": %s\n}\n", c->cache_verify ? "true" : "false");
+    fprintf(f, ",\n  \"cache_verify\": %s", c->cache_verify ? "true" : "false");
+    fprintf(f, ",\n  \"concat_inplace\": %s\n}\n", p->concat_inplace ? "true" : "false");
     if (ferror(f)) return bp__err(err, BP_ERR_IO, "config: write error");
     return BP_OK;
 }

@@ -14,6 +14,8 @@
  *    give the same peak as these intervals, does not merge there.  (The
  *    pinned flag is what would make it sound there: at the final step "read
  *    by no later op" proves nothing, a pinned storage ends there too.)
+ *    With concat_inplace, a merged Concat's output is never written over an
+ *    input, nor is an input that starts inside its storage (an offset).
  * 3. The lower bound (bp__lifetimes_peak): a difference array over steps of
  *    the aligned storage sizes, O(T + N).
  */
@@ -87,6 +89,7 @@ static bool inplace_ok(const bp_graph *g, const bp__lifetimes *lt, const uint8_t
                        int32_t in, int32_t r)
 {
     if (!lt->planned[r] || !lt->planned[out] || lt->root[out] != out) return false;
+    if ((lt->cat && lt->cat[out]) || (lt->voff && lt->voff[in])) return false;   /* as the evaluator: slices stay put */
     if (r == out || lt->slast[r] != s || pinned[r]) return false;
     if (s == (int32_t)g->n_o - 1) return false; /* as the schedulers' evaluator */
     if (g->t[in].flags & BP_TENSOR_OUTPUT) return false;
@@ -171,6 +174,8 @@ bp_status bp__lifetimes_compute(const bp_graph *g, const bp_plan_options *o, con
     tensor_intervals(g, lt->step, lt->first, lt->last);
 
     memcpy(lt->root, st->root, nt * sizeof *lt->root);
+    lt->voff = st->off;
+    lt->cat = st->cat;
     for (size_t t = 0; t < nt; t++) {
         lt->sfirst[t] = INT32_MAX;
         lt->slast[t] = -1;

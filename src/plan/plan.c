@@ -9,7 +9,8 @@
  * bodies, are in plan_graph.c.)
  *
  * Events (lazy allocation): at each step, ALLOC for every storage that
- * starts there (named by its root tensor; planned inputs at step 0), then the
+ * starts there (named by its root tensor, at its first member's producer;
+ * planned inputs at step 0), then the
  * op's EXEC, then FREE for every storage whose last use is this step, except
  * graph outputs (pinned to the end, owned by the caller) and weights.
  * External inputs get a FREE too (buffer -1), so an engine may release them.
@@ -87,15 +88,22 @@ bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err)
     const bp_allocator *a = &p->alloc;
     size_t nt = g->n_t, no = (size_t)p->n_o, nt1 = nt ? nt : 1;
     int32_t *slast = bp__alloc(a, nt1 * sizeof *slast);
+    int32_t *sfirst = bp__alloc(a, nt1 * sizeof *sfirst);   /* per root: the first member producer's step */
     int32_t *stepof = bp__alloc(a, (no ? no : 1) * sizeof *stepof);
     int32_t *aoff = bp__calloc(a, no + 2, sizeof *aoff);   /* ALLOC bucket offsets per step */
     int32_t *foff = bp__calloc(a, no + 2, sizeof *foff);   /* FREE bucket offsets per step */
     int32_t *aitem = bp__alloc(a, nt1 * sizeof *aitem);
     int32_t *fitem = bp__alloc(a, nt1 * sizeof *fitem);
-    bool ok = slast && stepof && aoff && foff && aitem && fitem;
+    bool ok = slast && sfirst && stepof && aoff && foff && aitem && fitem;
     if (ok) {
         for (size_t s = 0; s < no; s++) stepof[p->order[s]] = (int32_t)s;
-        for (size_t t = 0; t < nt; t++) slast[t] = -1;
+        for (size_t t = 0; t < nt; t++) { slast[t] = -1; sfirst[t] = INT32_MAX; }
+        /* a storage is allocated before its first member is made (a Concat's
+         * slices are made before the Concat) */
+        for (size_t t = 0; t < nt; t++) {
+            int32_t r = plan_root(p, (int32_t)t), pr = g->t[t].producer;
+            if (pr >= 0 && stepof[pr] < sfirst[r]) sfirst[r] = stepof[pr];
+        }
         /* a storage holding a graph output (any member) is never freed: INT32_MAX */
         for (size_t t = 0; t < nt; t++) {
             int32_t r = plan_root(p, (int32_t)t);
@@ -109,7 +117,7 @@ bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err)
                 if (tp->alias_of >= 0) continue;
                 int32_t pr = g->t[t].producer;
                 if (pr >= 0 && (tp->offset != BP_NO_OFFSET || tp->kind == BP_KIND_DYNAMIC)) {
-                    int32_t s = stepof[pr];
+                    int32_t s = sfirst[t];
                     if (pass) aitem[aoff[s + 1]++] = (int32_t)t; else aoff[s + 2]++;
                 }
                 if (slast[t] >= 0 && slast[t] < (int32_t)no &&
@@ -150,6 +158,7 @@ bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err)
         p->n_ev = k;
     }
     bp__free(a, slast, nt1 * sizeof *slast);
+    bp__free(a, sfirst, nt1 * sizeof *sfirst);
     bp__free(a, stepof, (no ? no : 1) * sizeof *stepof);
     bp__free(a, aoff, (no + 2) * sizeof *aoff);
     bp__free(a, foff, (no + 2) * sizeof *foff);
@@ -219,7 +228,8 @@ static bool plan_naive(const bp_graph *g, const bp__storage *st, const bp__lifet
     for (size_t t = 0; t < g->n_t; t++) {
         if (slot[lt->root[t]] < 0) continue;
         uint64_t b = bp__align_up(g->t[t].bytes, align);
-        if (st->root[t] == (int32_t)t && !bp__add_u64(naive, b, &naive)) return false;
+        bool own = st->root[t] == (int32_t)t || bp__tensor_view_source(g, (int32_t)t) < 0;   /* Concat slices count */
+        if (own && !bp__add_u64(naive, b, &naive)) return false;
         if (lt->root[t] != (int32_t)t && !g->t[t].dynamic && !bp__add_u64(saved, b, &saved)) return false;
     }
     ps->naive_bytes = naive;
@@ -324,6 +334,7 @@ bp_status bp__plan_flat(const bp_graph *g, const bp_plan_options *opts, const in
             tp->bytes = g->t[t].bytes;
             tp->kind = tensor_kind(g, &lt, (int32_t)t);
             tp->alias_of = r != (int32_t)t ? r : -1;
+            tp->view_offset = st.off ? st.off[t] : 0;   /* an in-place output sits at its storage's start */
             int32_t si = slot[r];
             if (si >= 0) {
                 tp->offset = offs[si];

@@ -41,7 +41,7 @@
 
 #define PC_MAGIC "BPCACHE\x1a"
 #define PC_TRAILER "BPCEND\0\n"
-#define PC_FORMAT 4u
+#define PC_FORMAT 5u
 #define PC_ENDIAN 0x01020304u
 
 /* ------------------------------------------------------------- checksum */
@@ -259,6 +259,8 @@ static void pc_options_text(const bp_plan_options *o, char *buf, size_t cap)
     size_t n = strlen(buf);
     if (o->budget && n < cap)   /* the fallback decides plans over a budget only; keys without one stay as they were */
         snprintf(buf + n, cap - n, ";fallback=%u;host_bandwidth=%.17g", o->fallback, o->host_bandwidth);
+    size_t len = strlen(buf);
+    if (o->concat_inplace && len < cap) snprintf(buf + len, cap - len, ";concat_inplace=1");   /* keys without it unchanged */
 }
 
 bp_status bp_cache_key_make_hashed(const uint64_t graph_hash[2], const char *signature, const bp_plan_options *o,
@@ -373,8 +375,8 @@ typedef struct pc_fixed {
     int32_t n_views, n_inputs, n_weights, reserved;   /* reserved: 0 */
 } pc_fixed;
 
-/* Bytes per tensor: first, last, buffer, alias_of (i32), offset, bytes (u64), kind (u8). */
-#define PC_PER_TENSOR (4 * 4 + 2 * 8 + 1)
+/* Bytes per tensor: first, last, buffer, alias_of (i32), view_offset, offset, bytes (u64), kind (u8). */
+#define PC_PER_TENSOR (4 * 4 + 3 * 8 + 1)
 
 typedef struct pc_wbuf { unsigned char *p; size_t n; } pc_wbuf;
 static void pc_put(pc_wbuf *w, const void *src, size_t n) { memcpy(w->p + w->n, src, n); w->n += n; }
@@ -414,6 +416,8 @@ static void pc_encode(pc_wbuf *w, const bp_plan *p)
             memcpy(w->p + w->n + ((size_t)f * nt + t) * 4, &v, 4);
         }
     w->n += nt * 16;
+    for (size_t t = 0; t < nt; t++) memcpy(w->p + w->n + t * 8, &p->tp[t].view_offset, 8);
+    w->n += nt * 8;
     for (size_t t = 0; t < nt; t++) memcpy(w->p + w->n + t * 8, &p->tp[t].offset, 8);
     w->n += nt * 8;
     for (size_t t = 0; t < nt; t++) memcpy(w->p + w->n + t * 8, &p->tp[t].bytes, 8);
@@ -582,6 +586,9 @@ static const char *pc_check(const bp_graph *g, const bp_plan *p, char *why, size
                    (tp->alias_of >= 0 && p->tp[tp->alias_of].alias_of >= 0)) {
             snprintf(why, cap, "tensor \"%s\": bad alias_of %d", name, tp->alias_of);
             bad = why;
+        } else if (tp->view_offset && tp->alias_of < 0) {
+            snprintf(why, cap, "tensor \"%s\": view_offset %" PRIu64 " without alias_of", name, tp->view_offset);
+            bad = why;
         } else if (tp->offset != BP_NO_OFFSET) {
             uint64_t end;
             if (!bp__add_u64(tp->offset, tp->bytes, &end) || end > arena || tp->buffer < 0) {
@@ -633,7 +640,7 @@ static bp_status pc_decode(const unsigned char *b, size_t end, size_t *pos, cons
     st->n_views = fx.n_views; st->n_inputs = fx.n_inputs; st->n_weights = fx.n_weights;
     memcpy(p->order, b + *pos, no * 4);
     *pos += no * 4;
-    const unsigned char *a32 = b + *pos, *a64 = b + *pos + nt * 16, *a8 = b + *pos + nt * 32;
+    const unsigned char *a32 = b + *pos, *av = b + *pos + nt * 16, *a64 = b + *pos + nt * 24, *a8 = b + *pos + nt * 40;
     for (size_t t = 0; t < nt; t++) {
         bp_tensor_plan *tp = &p->tp[t];
         memcpy(&tp->first, a32 + t * 4, 4);
@@ -642,6 +649,7 @@ static bp_status pc_decode(const unsigned char *b, size_t end, size_t *pos, cons
         memcpy(&tp->alias_of, a32 + nt * 12 + t * 4, 4);
         memcpy(&tp->offset, a64 + t * 8, 8);
         memcpy(&tp->bytes, a64 + nt * 8 + t * 8, 8);
+        memcpy(&tp->view_offset, av + t * 8, 8);
         tp->kind = (bp_tensor_kind)a8[t];
     }
     *pos += nt * PC_PER_TENSOR;

@@ -165,7 +165,8 @@ bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *opts, co
     return BP_OK;
 }
 
-bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan **out, bp_error *err)
+/* One plan with these options: the schedule, then bp_plan_graph_order. */
+static bp_status plan_one(const bp_graph *g, const bp_plan_options *opts, bp_plan **out, bp_error *err)
 {
     *out = NULL;
     if (!g->finalized) return bp__err(err, BP_ERR_USAGE, "%s: the graph is not finalized (call bp_graph_finalize)", g->name);
@@ -200,4 +201,31 @@ bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan 
     }
     bp__free(&g->alloc, order, g->n_o * sizeof *order);
     return s;
+}
+
+/* With concat_inplace, the plan without it too, keeping the smaller arena
+ * (the merged one when they tie): slices lengthen their storage's life, and
+ * on some graphs that costs more than the copies it saves.  Not for a graph
+ * with control flow, whose reservations are sized for one set of options
+ * (its bodies, planned by this function, still choose). */
+bp_status bp_plan_graph(const bp_graph *g, const bp_plan_options *opts, bp_plan **out, bp_error *err)
+{
+    *out = NULL;
+    /* a graph with bodies: its reservations were sized for opts alone */
+    if (!opts || !opts->concat_inplace || opts->no_alias || g->n_bodies) return plan_one(g, opts, out, err);
+    bp_plan_options off = *opts;
+    off.concat_inplace = 0;
+    bp_plan *a = NULL, *b = NULL;
+    double t0 = bp__now();
+    bp_error eb;
+    bp_status s = plan_one(g, opts, &a, err);
+    if (s && s != BP_ERR_BUDGET) return s;
+    bp_status sb = plan_one(g, &off, &b, &eb);
+    if (s && sb) return s;                 /* neither fits the budget: the merged plan's message */
+    if (sb && sb != BP_ERR_BUDGET) { bp_plan_free(a); if (err) *err = eb; return sb; }
+    bool keep_a = a && (!b || a->stats.arena_bytes <= b->stats.arena_bytes);
+    *out = keep_a ? a : b;
+    bp_plan_free(keep_a ? b : a);
+    (*out)->stats.plan_seconds = bp__now() - t0;
+    return BP_OK;
 }

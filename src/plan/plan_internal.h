@@ -19,6 +19,10 @@ typedef struct bp__lifetimes {
     int32_t *sfirst, *slast;  /* n_t: storage interval (valid for roots) */
     uint64_t *ssize;          /* n_t: storage bytes (valid for roots) */
     uint8_t *planned;         /* n_t: storage in the arena */
+    /* concat_inplace: the storages' st->off and st->cat (borrowed from the
+     * bp__storage the lifetimes were computed from; NULL otherwise) */
+    const uint64_t *voff;
+    const uint8_t *cat;
 } bp__lifetimes;
 
 bp_status bp__lifetimes_compute(const bp_graph *g, const bp_plan_options *o,

@@ -109,6 +109,7 @@ bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, 
                 tp->first, tp->last, tp->buffer, bp_tensor_kind_name(tp->kind));
         if (tp->alias_of >= 0) bp__json_str(f, bp__names_get(&g->tnames, tp->alias_of));
         else fputs("null", f);
+        if (tp->view_offset) fprintf(f, ", \"view_offset\": %" PRIu64, tp->view_offset);
         fputc('}', f);
     }
     fputs(first ? "],\n \"events\": [" : "\n ],\n \"events\": [", f);
@@ -380,8 +381,10 @@ static bp_status pj_tensors(pj_ctx *c, const json_t *arr)
             (s = pj_int(c, where, v, "first", -1, max_step, &first)) ||
             (s = pj_int(c, where, v, "last", -1, max_step, &last)) ||
             (s = pj_int(c, where, v, "buffer", -1, INT32_MAX, &buffer)) ||
-            (s = pj_name(c, where, v, "alias_of", false, true, &tp->alias_of)))
+            (s = pj_name(c, where, v, "alias_of", false, true, &tp->alias_of)) ||
+            (json_object_get(v, "view_offset") && (s = pj_u64(c, where, v, "view_offset", false, &tp->view_offset))))
             return s;
+        if (tp->view_offset && tp->alias_of < 0) return pj_bad(c, where, "\"view_offset\" %" PRIu64 " without \"alias_of\"", tp->view_offset);
         tp->first = (int32_t)first;
         tp->last = (int32_t)last;
         tp->buffer = (int32_t)buffer;

@@ -6,6 +6,8 @@
  * 2. true lifetimes (own code, not lifetime.c) are covered by the plan's
  *    [first, last]; sizes and kinds agree with the graph;
  * 3. storages: view groups come from the graph (view_of, view op types);
+ *    tensors at an offset in another's storage (Concat slices, Split
+ *    outputs) are checked by verify_slices.c;
  *    every other alias_of claim is an in-place write, accepted only when the
  *    op producing the claimant reads the storage, nothing reads that storage
  *    at a later step, it holds no graph output, it is in the arena, and
@@ -24,6 +26,7 @@
  *    here) holds the body's slots and arena at the base the plan gives.
  */
 #include "plan/plan_internal.h"
+#include "plan/verify_slices.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +65,9 @@ static uint64_t vf_bytes(const vctx *v, int32_t t)
 {
     return v->g->t[t].is_reserve ? v->p->tp[t].bytes : v->g->t[t].bytes;
 }
+
+/* reason() for verify_slices.c. */
+static void vf_reason_cb(void *ctx, const char *msg) { reason(ctx, "%s", msg); }
 
 #define TN(t) bp__names_get(&v->g->tnames, (t))
 #define ON(o) bp__names_get(&v->g->onames, (o))
@@ -357,8 +363,8 @@ static void vf_inplace(vctx *v, vdata *d)
      * storage.  Process in step order of the claimant's producer. */
     {
         size_t nc = 0;
-        for (size_t t = 0; t < nt; t++)
-            if (d->vroot[t] == (int32_t)t && p->tp[t].alias_of >= 0) d->byfirst[nc++] = (int32_t)t;
+        for (size_t t = 0; t < nt; t++)   /* slices joined their storage already (verify_slices.c) */
+            if (d->vroot[t] == (int32_t)t && p->tp[t].alias_of >= 0 && d->par[t] == (int32_t)t) d->byfirst[nc++] = (int32_t)t;
         sort_by_key(a, d->byfirst, nc, d->first, d->tmp);
         for (size_t i = 0; i < nc; i++) {
             int32_t t = d->byfirst[i], claim = p->tp[t].alias_of;
@@ -376,7 +382,7 @@ static void vf_inplace(vctx *v, vdata *d)
                 reason(v, "tensor \"%s\" is written in place over \"%s\", a graph output", TN(t), TN(claim));
             else if (d->soff[S] == BP_NO_OFFSET)
                 reason(v, "tensor \"%s\" is written in place over \"%s\", which is not in the arena (an external tensor)", TN(t), TN(claim));
-            else if (p->tp[t].offset != d->soff[S])
+            else if (p->tp[t].offset != d->soff[S] || p->tp[t].view_offset)
                 reason(v, "tensor \"%s\" is written in place over \"%s\" but sits at another offset", TN(t), TN(claim));
             else {
                 d->par[t] = S;
@@ -583,6 +589,13 @@ static void vf_events(vctx *v, vdata *d)
     size_t nt = d->nt, no = d->no;
     if (p->n_copies) return;   /* replayed by vf_copies */
     if (!v->n_reasons && p->n_ev) {
+        /* the true first step of each storage (tmp is free by now): its
+         * ALLOC may not come after any member's first use */
+        for (size_t t = 0; t < nt; t++) d->tmp[t] = INT32_MAX;
+        for (size_t t = 0; t < nt; t++) {
+            int32_t S = uf_find(d->par, d->vroot[t]);
+            if (d->first[t] >= 0 && d->first[t] < d->tmp[S]) d->tmp[S] = d->first[t];
+        }
         int32_t s = -1;
         for (size_t i = 0; i < p->n_ev; i++) {
             const bp_event *e = &p->ev[i];
@@ -600,6 +613,8 @@ static void vf_events(vctx *v, vdata *d)
             int32_t S = uf_find(d->par, r);
             if (e->type == BP_EV_ALLOC && d->first[t] >= 0 && s + 1 > d->first[t])
                 reason(v, "event %zu: ALLOC of \"%s\" comes after its first use at step %d", i + 1, TN(t), d->first[t]);
+            else if (e->type == BP_EV_ALLOC && S >= 0 && d->tmp[S] != INT32_MAX && s + 1 > d->tmp[S])
+                reason(v, "event %zu: ALLOC of \"%s\" comes after its storage's first use at step %d", i + 1, TN(t), d->tmp[S]);
             if (e->type == BP_EV_FREE && S >= 0 && d->slast[S] > s)
                 reason(v, "event %zu: FREE of \"%s\" at step %d, but its storage is used until step %d", i + 1, TN(t), s, d->slast[S]);
         }
@@ -678,6 +693,10 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
     vf_schedule(v, &d);
     if (!v->n_reasons) vf_tensors(v, &d);
     if (!v->n_reasons) vf_views(v, &d);
+    if (!v->n_reasons) {
+        bp__vslices vs = {g, p, d.vroot, d.par, d.sfirst, d.slast, d.sout, d.ssize, vf_reason_cb, v};
+        if ((st = bp__verify_slices(&vs)) != BP_OK) { st = bp__err(err, st, "%s: out of memory verifying", g->name); goto out; }
+    }
     if (!v->n_reasons) vf_inplace(v, &d);
     if (!v->n_reasons && (st = vf_arena(v, &d)) != BP_OK) goto out;
     if (!v->n_reasons) vf_events(v, &d);

@@ -212,6 +212,7 @@ bp_status bp__sgraph_build(const bp_graph *g, const bp_plan_options *o, bp__sgra
                 int32_t in = hinted ? g->inpl[hint[v]].in : bp__op_in(g, v)[i];
                 int32_t so = sg->tstore[out], si = sg->tstore[in];
                 if (so < 0 || si < 0 || st.root[out] != out) continue;
+                if ((st.cat && st.cat[out]) || (st.off && st.off[in])) continue;   /* as lifetime.c */
                 if (g->t[in].flags & BP_TENSOR_OUTPUT) continue;
                 if (g->t[out].bytes != g->t[in].bytes) continue;
                 sg->ip[k++] = (bp__ipc){out, in, so, si};

@@ -58,6 +58,7 @@ static int ck_compact(const bp_config *c) { return c->compaction_interval == 77;
 static int ck_threads(const bp_config *c) { return c->plan.threads == 4; }
 static int ck_cache(const bp_config *c) { return !strcmp(c->cache_dir, "/tmp/x"); }
 static int ck_cverify(const bp_config *c) { return c->cache_verify == 1; }
+static int ck_concat(const bp_config *c) { return c->plan.concat_inplace == 1; }
 static int ck_preset(const bp_config *c) { return !strcmp(c->preset, "training") && c->plan.beta > c->plan.alpha; }
 static int ck_format(const bp_config *c) { (void)c; return 1; }
 
@@ -85,6 +86,7 @@ static const key_case cases[] = {
     {"threads", "4", "4", ck_threads},
     {"cache_dir", "\"/tmp/x\"", "/tmp/x", ck_cache},
     {"cache_verify", "true", "yes", ck_cverify},
+    {"concat_inplace", "true", "on", ck_concat},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -93,7 +95,7 @@ static const char *wrong_type(const char *key)
 {
     static const char *const num_keys[] = {"alpha", "beta", "time_limit", NULL};
     static const char *const int_keys[] = {"version", "alignment", "seed", "warmup_runs", "compaction_interval", "threads", NULL};
-    static const char *const bool_keys[] = {"alias", "plan_inputs", "plan_constants", "fence_aware", "replan", "cache_verify", NULL};
+    static const char *const bool_keys[] = {"alias", "plan_inputs", "plan_constants", "fence_aware", "replan", "cache_verify", "concat_inplace", NULL};
     for (int i = 0; num_keys[i]; i++) if (!strcmp(key, num_keys[i])) return "\"fast\"";
     for (int i = 0; int_keys[i]; i++) if (!strcmp(key, int_keys[i])) return "1.5";
     for (int i = 0; bool_keys[i]; i++) if (!strcmp(key, bool_keys[i])) return "1";

@@ -60,7 +60,7 @@ static bp_plan *tiny_plan(const bp_graph *g)
         int32_t t = bp_graph_find_tensor(g, T[i].n);
         REQUIRE(t >= 0);
         p->tp[t] = (bp_tensor_plan){T[i].f, T[i].l, T[i].off, bp_graph_tensor_bytes(g, t), T[i].buf, T[i].k,
-                                    T[i].alias ? bp_graph_find_tensor(g, T[i].alias) : -1};
+                                    T[i].alias ? bp_graph_find_tensor(g, T[i].alias) : -1, 0};
     }
     int32_t u = bp_graph_find_tensor(g, "unused");
     p->tp[u].bytes = 8;
