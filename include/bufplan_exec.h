@@ -52,6 +52,8 @@ typedef struct bp_exec_call {
     const bp_exec_buf *in;
     const bp_exec_buf *out;
     int thread;              /* worker index, 0 .. threads-1 */
+    int n_ws;                /* the op's kernel workspaces (bp_graph_set_workspace): scratch */
+    const bp_exec_buf *ws;   /* bytes of its own for this call, contents undefined; not in out[] */
 } bp_exec_call;
 
 /* A kernel returns 0 on success; anything else stops the run (after the ops

@@ -6,6 +6,7 @@
 #ifndef BP_PLAN_INTERNAL_H
 #define BP_PLAN_INTERNAL_H
 
+#include "graph/engine.h"
 #include "graph/graph_internal.h"
 
 /* Order-dependent lifetimes of storages: after in-place merging, root[t] may
@@ -46,6 +47,7 @@ struct bp_plan {
     int32_t n_bodies;
     bp_plan **bodies;
     uint64_t *body_base;
+    bp_engine *engine;       /* the engine profile it was made for (a copy), NULL = default */
 };
 
 /* Allocates an empty plan (order/tp arrays sized). */
