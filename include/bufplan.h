@@ -144,7 +144,9 @@ BP_API bp_status bp_graph_add_tensor_shape(bp_graph *g, const char *name, bp_dty
  * sub, div, sigmoid, tanh, gelu, silu, hardswish, hardsigmoid, clamp, neg,
  * exp, threshold_backward.  bp_graph_set_view and
  * bp_graph_set_inplace add more; bp_plan_options.no_alias (--no-alias)
- * turns all of it off, every tensor then its own storage. */
+ * turns all of it off, every tensor then its own storage.  These lists are
+ * the built-in "default" engine profile; bp_plan_options.engine
+ * (bufplan_engine.h) plans for another engine's kernels instead. */
 /* Declares that `tensor` shares the storage of `source` (a view). */
 BP_API bp_status bp_graph_set_view(bp_graph *g, int32_t tensor, int32_t source, bp_error *err);
 /* Adds an op.  Each output must not already have a producer; an op may not
@@ -155,6 +157,16 @@ BP_API bp_status bp_graph_add_op(bp_graph *g, const char *name, const char *type
                                  double cost, int32_t *id_out, bp_error *err);
 /* Output `out` of `op` may be written over input `in` when `in` dies at `op`. */
 BP_API bp_status bp_graph_set_inplace(bp_graph *g, int32_t op, int32_t out, int32_t in, bp_error *err);
+/* Gives op n kernel workspaces of bytes[0..n) (1 <= n <= 64): storages live
+ * only at the op's step, placed in the arena like any tensor; the executor
+ * hands them to the op's kernel (bp_exec_call.ws).  Each is a tensor
+ * "OP#wsK" appended to the op's outputs (bp_graph_op_n_outputs counts it;
+ * bp_graph_op_n_workspaces says how many of the last outputs are
+ * workspaces).  An op gets its workspaces once.  Un-finalizes g. */
+BP_API bp_status bp_graph_set_workspace(bp_graph *g, int32_t op, int n, const uint64_t *bytes, bp_error *err);
+BP_API int bp_graph_op_n_workspaces(const bp_graph *g, int32_t op);
+/* 1 when t is a workspace of its producer. */
+BP_API int bp_graph_tensor_is_workspace(const bp_graph *g, int32_t t);
 /* Sets role flags (BP_TENSOR_INPUT / WEIGHT / OUTPUT) on a tensor; they add up. */
 BP_API bp_status bp_graph_mark(bp_graph *g, int32_t tensor, unsigned flags, bp_error *err);
 /* Appends a backward pass (training): for each forward op, in reverse, a
@@ -364,6 +376,8 @@ typedef enum bp_assign_kind {
 
 BP_API const char *bp_sched_name(bp_sched_kind k);
 BP_API const char *bp_assign_name(bp_assign_kind k);
+/* An engine profile (bufplan_engine.h). */
+typedef struct bp_engine bp_engine;
 /* Returns 0 and sets *out, or -1 if the name is unknown. */
 BP_API int bp_sched_parse(const char *s, bp_sched_kind *out);
 BP_API int bp_assign_parse(const char *s, bp_assign_kind *out);
@@ -389,6 +403,8 @@ typedef struct bp_plan_options {
                                 recompute | offload; 0 = fail with BP_ERR_BUDGET) */
     double host_bandwidth;   /* bytes per second of an offload or a prefetch,
                                 default BP_HOST_BANDWIDTH_DEFAULT */
+    const bp_engine *engine; /* the target engine's kernels; NULL = the built-in "default"
+                                (not copied: it must outlive the call; a plan keeps a copy) */
     int concat_inplace;      /* Concat inputs written straight into their slice of the output (the engine profile's concat_inplace) */
 } bp_plan_options;
 
@@ -412,7 +428,8 @@ BP_API bp_status bp_plan_graph_order(const bp_graph *g, const bp_plan_options *o
 BP_API void bp_plan_free(bp_plan *p);
 
 typedef enum bp_tensor_kind {
-    BP_KIND_PLANNED = 0, BP_KIND_INPUT, BP_KIND_WEIGHT, BP_KIND_OUTPUT, BP_KIND_DYNAMIC
+    BP_KIND_PLANNED = 0, BP_KIND_INPUT, BP_KIND_WEIGHT, BP_KIND_OUTPUT, BP_KIND_DYNAMIC,
+    BP_KIND_WORKSPACE    /* a kernel workspace: in the arena at its op's step only */
 } bp_tensor_kind;
 BP_API const char *bp_tensor_kind_name(bp_tensor_kind k);
 
@@ -611,5 +628,6 @@ BP_API uint64_t bp_intervals_max_live(const bp_interval *iv, size_t n);
 #include "bufplan_pool.h"
 #include "bufplan_exec.h"
 #include "bufplan_dyn.h"
+#include "bufplan_engine.h"
 
 #endif /* BUFPLAN_H */

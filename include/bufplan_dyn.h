@@ -54,6 +54,8 @@ typedef struct bp_config {
     char cache_dir[1024];         /* plan cache directory, "" = none */
     int cache_verify;             /* also bp_verify plans loaded from the cache (default 0) */
     char preset[32];              /* the preset applied, "" = none */
+    char engine[1024];            /* "engine": an engine profile's name or file, "" = default
+                                     (the caller loads it: bp_engine_load) */
 } bp_config;
 
 /* The defaults (docs/DYNAMIC.md). */

@@ -65,6 +65,8 @@ typedef struct bp_exec_call {
        room the plan gives, which a bucket plan sizes for the bucket's bound) */
     const bp_exec_shape *in_shape;
     const bp_exec_shape *out_shape;
+    int n_ws;                /* the op's kernel workspaces (bp_graph_set_workspace): scratch */
+    const bp_exec_buf *ws;   /* bytes of its own for this call, contents undefined; not in out[] */
 } bp_exec_call;
 
 /* A kernel returns 0 on success; anything else stops the run (after the ops

@@ -47,6 +47,8 @@ typedef struct cli_graph_opts {
     bp_limits lim; bool have_lim;
     uint64_t max_memory;      /* 0: no cap */
     double max_seconds;       /* 0: no limit */
+    const char *engine;       /* --engine NAME|FILE: the target engine's profile */
+    bp_engine *engine_obj;    /* loaded by cli_engine_load, freed by cli_graph_free */
 } cli_graph_opts;
 
 /* If argv[*i] is a graph-loading option, consumes it (and its value) and
@@ -61,6 +63,11 @@ int cli_plan_opt(bp_plan_options *po, int argc, char **argv, int *i, const char 
 /* Loads a graph (.json or .onnx), applies --dim/--shape/--training,
  * finalizes it. */
 bp_status cli_load_graph(const cli_graph_opts *go, bp_graph **out, bp_error *err);
+/* --engine: loads the profile (once), applies its workspace formulas to g and
+ * sets po->engine and po->concat_inplace (cli_engine.c); BP_OK without it. */
+bp_status cli_engine_load(cli_graph_opts *go, bp_graph *g, bp_plan_options *po, bp_error *err);
+/* Frees g and the profile cli_engine_load loaded. */
+void cli_graph_free(cli_graph_opts *go, bp_graph *g);
 /* Sizes the reservations of a graph with control flow for these options
  * (nothing to do without bodies). */
 bp_status cli_reserve_bodies(bp_graph *g, const bp_plan_options *po, bp_error *err);

@@ -85,7 +85,9 @@ const char cli_graph_opts_help[] =
     "                         max_file_bytes (docs/CLI.md)\n"
     "  --max-memory BYTES     a heap cap: every allocation for the graph and what is\n"
     "                         derived from it past BYTES fails as \"out of memory\"\n"
-    "  --max-seconds S        end the whole command after S seconds (exit 2)\n";
+    "  --max-seconds S        end the whole command after S seconds (exit 2)\n"
+    "  --engine NAME|FILE     plan for an engine's kernels: default, strict, ort-cpu\n"
+    "                         or a profile file (docs/FORMATS.md \"Engine profiles\")\n";
 
 const char cli_plan_opts_help[] =
     "  -s, --sched S          scheduler: given kahn dfs list lpmf seed best optimal\n"
@@ -229,6 +231,11 @@ int cli_graph_opt(cli_graph_opts *go, int argc, char **argv, int *i, const char 
         return limit_opt(go, v, cmd);
     }
     if (!strcmp(a, "--allow-dynamic")) { go->allow_dynamic = true; return 1; }
+    if (!strcmp(a, "--engine")) {
+        if (!(v = opt_value(argc, argv, i, cmd))) return -1;
+        go->engine = v;
+        return 1;
+    }
     if (!strcmp(a, "--max-memory")) {
         if (!(v = opt_value(argc, argv, i, cmd))) return -1;
         if (!cli_parse_bytes(v, &go->max_memory) || !go->max_memory) { cli_usage_error(cmd, "--max-memory: \"%s\" is not a byte count", v); return -1; }

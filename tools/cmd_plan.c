@@ -151,12 +151,14 @@ int cmd_plan(int argc, char **argv)
     bp_error err = {0};
     bp_graph *g = NULL;
     bp_plan *p = NULL;
+    if (!go.engine && cfg.engine[0]) go.engine = cfg.engine;
     bp_status s = cli_load_graph(&go, &g, &err);
+    if (!s) s = cli_engine_load(&go, g, &po, &err);
     if (!s) s = cli_reserve_bodies(g, &po, &err);
-    if (s) { int rc = cli_fail(&err); bp_graph_free(g); return rc; }
+    if (s) { int rc = cli_fail(&err); cli_graph_free(&go, g); return rc; }
     if (sweep) {
         int rc = run_sweep(g, &po, (int)points);
-        bp_graph_free(g);
+        cli_graph_free(&go, g);
         return rc;
     }
     /* the plan cache */
@@ -164,7 +166,7 @@ int cmd_plan(int argc, char **argv)
     int hit = 0;
     if (cfg.cache_dir[0]) {
         s = bp_plan_cache_open(cfg.cache_dir, stderr, &cache, &err);
-        if (s) { int rc = cli_fail(&err); bp_graph_free(g); return rc; }
+        if (s) { int rc = cli_fail(&err); cli_graph_free(&go, g); return rc; }
         /* the CLI verifies every plan it prints: a cached one inside the cache,
          * so a file that fails is a warning and a re-plan, not an error */
         bp_plan_cache_set_verify(cache, cfg.cache_verify || !no_verify);
@@ -173,14 +175,14 @@ int cmd_plan(int argc, char **argv)
     bp_plan_cache_stats cst = {0};
     if (cache) bp_plan_cache_get_stats(cache, &cst);
     bp_plan_cache_close(cache);
-    if (s) { int rc = cli_fail(&err); bp_graph_free(g); return rc; }
+    if (s) { int rc = cli_fail(&err); cli_graph_free(&go, g); return rc; }
     int verified = hit && !no_verify;   /* verified by the cache */
     if (!no_verify && !verified) {
         bp_error verr = {0};
         if (bp_verify(g, p, &verr)) {
             fprintf(stderr, "bufplan: internal error: the plan failed verification:\n%s\n", verr.msg);
             bp_plan_free(p);
-            bp_graph_free(g);
+            cli_graph_free(&go, g);
             return CLI_FAIL;
         }
         verified = 1;
@@ -196,6 +198,6 @@ int cmd_plan(int argc, char **argv)
         fprintf(out && !strcmp(out, "-") ? stderr : stdout, "  plan cache   %s (%s)\n",
                 hit ? "hit" : cst.write_errors ? "miss, plan NOT saved (see the warning)" : "miss, plan saved", cfg.cache_dir);
     bp_plan_free(p);
-    bp_graph_free(g);
+    cli_graph_free(&go, g);
     return rc;
 }

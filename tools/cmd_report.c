@@ -60,9 +60,10 @@ int cmd_report(int argc, char **argv)
     bp_error err = {0};
     bp_graph *g = NULL;
     bp_status s = cli_load_graph(&go, &g, &err);
-    if (s) return cli_fail(&err);
+    if (!s) s = cli_engine_load(&go, g, &po, &err);
+    if (s) { int rc = cli_fail(&err); cli_graph_free(&go, g); return rc; }
     bp_report *rep = calloc(1, sizeof *rep);
-    if (!rep) { bp_graph_free(g); fprintf(stderr, "bufplan: out of memory\n"); return CLI_BAD; }
+    if (!rep) { cli_graph_free(&go, g); fprintf(stderr, "bufplan: out of memory\n"); return CLI_BAD; }
     s = bp_report_run(g, &po, rep, &err);
     if (!s && rep->have_counts) {   /* no table of zeros */
         bp_plan_stats st = {0};
@@ -80,6 +81,6 @@ int cmd_report(int argc, char **argv)
             rc = CLI_FAIL;
         }
     free(rep);
-    bp_graph_free(g);
+    cli_graph_free(&go, g);
     return rc;
 }

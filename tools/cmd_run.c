@@ -146,8 +146,9 @@ int cmd_run(int argc, char **argv)
     bp_exec *ex = NULL;
     int rc = CLI_OK;
     bp_status s = cli_load_graph(&go, &g, &e);
+    if (!s) s = cli_engine_load(&go, g, &po, &e);
     if (!s) s = cli_reserve_bodies(g, &po, &e);
-    if (s) { rc = cli_fail(&e); bp_graph_free(g); return rc; }
+    if (s) { rc = cli_fail(&e); cli_graph_free(&go, g); return rc; }
     if (plan_path) s = bp_plan_read_json(g, plan_path, &p, &e);
     else if (cfg.cache_dir[0]) {   /* the config's plan cache (a hit is checked by the cache) */
         bp_plan_cache *cache = NULL;
@@ -230,6 +231,6 @@ int cmd_run(int argc, char **argv)
 out:
     bp_exec_free(ex);
     bp_plan_free(p);
-    bp_graph_free(g);
+    cli_graph_free(&go, g);
     return rc;
 }

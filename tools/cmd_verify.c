@@ -33,8 +33,11 @@ int cmd_verify(int argc, char **argv)
     bp_error err = {0};
     bp_graph *g = NULL;
     bp_plan *p = NULL;
+    bp_plan_options po;   /* --engine: its workspaces (the plan carries the profile itself) */
+    bp_plan_options_init(&po);
     if (cli_load_graph(&go, &g, &err)) return cli_fail(&err);
-    if (bp_plan_read_json(g, plan_path, &p, &err)) { int rc = cli_fail(&err); bp_graph_free(g); return rc; }
+    if (cli_engine_load(&go, g, &po, &err)) { int rc = cli_fail(&err); cli_graph_free(&go, g); return rc; }
+    if (bp_plan_read_json(g, plan_path, &p, &err)) { int rc = cli_fail(&err); cli_graph_free(&go, g); return rc; }
     bp_status s = bp_verify(g, p, &err);
     if (s == BP_OK) {
         const bp_plan_stats *st = bp_plan_get_stats(p);
@@ -44,6 +47,6 @@ int cmd_verify(int argc, char **argv)
         fprintf(stderr, "%s: the plan is NOT sound for %s:\n%s\n", plan_path, go.path, err.msg);
     }
     bp_plan_free(p);
-    bp_graph_free(g);
+    cli_graph_free(&go, g);
     return cli_exit_code(s);
 }

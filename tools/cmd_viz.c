@@ -184,7 +184,9 @@ int cmd_viz(int argc, char **argv)
     bp_graph *g = NULL;
     bp_plan *p = NULL, *q = NULL;
     bp_status s = cli_load_graph(&go, &g, &err);
-    if (s) return cli_fail(&err);
+    if (!s) s = cli_engine_load(&go, g, &one.po, &err);
+    if (!s) s = cli_engine_load(&go, g, &two.po, &err);
+    if (s) { int rc = cli_fail(&err); cli_graph_free(&go, g); return rc; }
     s = viz_make_plan(g, &one, &p, &err);
     if (!s) s = cli_check_planned(g, bp_plan_get_stats(p), go.path, &err);   /* no empty chart */
     if (!s && compare) s = viz_make_plan(g, &two, &q, &err);
@@ -202,6 +204,6 @@ int cmd_viz(int argc, char **argv)
     }
     bp_plan_free(q);
     bp_plan_free(p);
-    bp_graph_free(g);
+    cli_graph_free(&go, g);
     return rc;
 }

@@ -21,6 +21,10 @@ bp_status bp__json_load_text(const char *text, size_t len, const char *file, jso
 bp_status bp__json_load_file_lim(const char *path, const bp_allocator *a, const bp_limits *lim, json_t **root, bp_error *err);
 bp_status bp__json_load_text_lim(const char *text, size_t len, const char *file, const bp_limits *lim, json_t **root,
                                  bp_error *err);
+/* BP_ERR_INVALID "FILE: WHERE: unknown key "K" (did you mean "N"?)" for the
+ * first key of obj not in known[] (NULL-terminated); BP_OK when all are. */
+bp_status bp__json_check_keys(const json_t *obj, const char *const *known, const char *file, const char *where,
+                              bp_error *err);
 /* "a string", "an integer", ... for messages. */
 const char *bp__json_type(const json_t *v);
 

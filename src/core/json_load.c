@@ -157,3 +157,51 @@ bp_status bp__json_load_file_lim(const char *path, const bp_allocator *a, const 
     }
     return json_parse_error(&je, path, NULL, 0, err);
 }
+
+/* ------------------------------------------------------------ keys */
+
+/* Edit distance of a and b (Levenshtein, both short: keys), capped at 9. */
+static int jl_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 30 || lb > 30) return 9;
+    int row[32];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb] > 9 ? 9 : row[lb];
+}
+
+/* BP_ERR_INVALID naming the first key of obj that is not in known[] (NULL-
+ * terminated), where it is, and the nearest known key when one is close:
+ * a misspelt key ("output") must not be ignored silently. */
+bp_status bp__json_check_keys(const json_t *obj, const char *const *known, const char *file, const char *where,
+                              bp_error *err)
+{
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        int ok = 0, best = 9;
+        const char *near = NULL;
+        for (const char *const *k = known; *k && !ok; k++) {
+            ok = strcmp(key, *k) == 0;
+            int d = jl_distance(key, *k);
+            if (d < best) { best = d; near = *k; }
+        }
+        if (ok) continue;
+        if (near && best <= 2)
+            return bp__err(err, BP_ERR_INVALID, "%s: %s: unknown key \"%.200s\" (did you mean \"%s\"?)", file, where, key, near);
+        return bp__err(err, BP_ERR_INVALID, "%s: %s: unknown key \"%.200s\"", file, where, key);
+    }
+    return BP_OK;
+}
+

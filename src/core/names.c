@@ -22,10 +22,10 @@ int bp_sched_parse(const char *s, bp_sched_kind *out)
 }
 
 static const char *const assign_names[BP_ASSIGN_COUNT] = {"naive", "color", "bestfit", "search"};
-static const char *const kind_names[] = {"planned", "input", "weight", "output", "dynamic"};
+static const char *const kind_names[] = {"planned", "input", "weight", "output", "dynamic", "workspace"};
 
 const char *bp_assign_name(bp_assign_kind k) { return (unsigned)k < BP_ASSIGN_COUNT ? assign_names[k] : "?"; }
-const char *bp_tensor_kind_name(bp_tensor_kind k) { return (unsigned)k <= BP_KIND_DYNAMIC ? kind_names[k] : "?"; }
+const char *bp_tensor_kind_name(bp_tensor_kind k) { return (unsigned)k <= BP_KIND_WORKSPACE ? kind_names[k] : "?"; }
 
 int bp_assign_parse(const char *s, bp_assign_kind *out)
 {

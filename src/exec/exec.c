@@ -192,9 +192,10 @@ static bp_status ex_op(bp_exec *ex, int32_t op, int thr, bp__exec_local *L, bp_e
     uint64_t *h = ex->io_hash ? ex->io_hash + ex->io_off[op] : NULL;
     if (h)
         for (int k = 0; k < x->n_in; k++) h[k] = bp_digest_hash(b[k].data, b[k].bytes, 0);
+    int n_real = bp__op_n_out(ex->g, op);
     bp_exec_call c = {ex->g, op, bp__names_get(&ex->g->onames, op), bp__names_get(&ex->g->types, x->type),
-                      x->n_in, x->n_out, b, b + x->n_in, thr, ex->ioshape + ex->io_off[op],
-                      ex->ioshape + ex->io_off[op] + x->n_in};
+                      x->n_in, n_real, b, b + x->n_in, thr, ex->ioshape + ex->io_off[op],
+                      ex->ioshape + ex->io_off[op] + x->n_in, x->n_ws, b + x->n_in + n_real};
     if (ex->o.history) { ex->op_t0[op] = ex_tick(ex); ex->op_thr[op] = thr; }
     if (ex->is_cf && ex->is_cf[op]) {
         bp_status cs = bp__exec_cf_run(ex, op, err);
@@ -552,18 +553,6 @@ void bp_exec_free(bp_exec *ex)
 
 /* ----------------------------------------------------------------- setup */
 
-/* The tensor t is a view of (graph semantics), or -1. */
-static int32_t ex_graph_view_src(const bp_graph *g, int32_t t)
-{
-    const bp__tensor *x = &g->t[t];
-    if (x->view_of >= 0) return x->view_of;
-    if (x->producer < 0) return -1;
-    const bp__op *op = &g->o[x->producer];
-    if (op->n_in > 0 && bp__op_out(g, x->producer)[0] == t && bp__op_is_view(g, x->producer))
-        return bp__op_in(g, x->producer)[0];
-    return -1;
-}
-
 static bp_status ex_check_plan(bp_exec *ex, bp_error *err)
 {
     const bp_graph *g = ex->g;
@@ -605,11 +594,15 @@ static bp_status ex_setup_memory(bp_exec *ex, bp_error *err)
     const bp_plan *p = ex->plan;
     int32_t nt = ex->nt;
     bp_exec_mode mode = ex->o.mode;
+    bp__etab et;   /* views as the plan's engine profile makes them */
+    bp_status es = bp__etab_build(g, p->engine, &et, err);
+    if (es) return es;
     for (int32_t t = 0; t < nt; t++) {
         ex->root[t] = mode == BP_EXEC_SAFE || p->tp[t].alias_of < 0 ? t : p->tp[t].alias_of;
         ex->tbytes[t] = g->t[t].bytes;
-        ex->view_src[t] = ex_graph_view_src(g, t);
+        ex->view_src[t] = bp__etab_view_source(g, &et, t);
     }
+    bp__etab_free(g, &et);
     if (!EX_ARR(ex, ex->voff, nt) || !EX_ARR(ex, ex->inside, nt)) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
     bp__exec_slices_fill(ex);
     /* kinds, per root */

@@ -8,6 +8,7 @@
  * the ops left finds one cycle and the message lists its ops).  Consumers are
  * stored in CSR form (cons_off / cons), one entry per (op, input slot).
  */
+#include "graph/engine.h"
 #include "graph/graph_internal.h"
 
 #include <stdlib.h>
@@ -48,15 +49,8 @@ bp_dtype bp_dtype_parse(const char *s)
 
 bool bp__is_view_type(const char *type)
 {
-    static const char *const views[] = {
-        "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
-        "aten.view", "aten._unsafe_view", "aten._reshape_alias", "aten.as_strided",
-        "aten.reshape", "aten.t", "aten.transpose", "aten.permute", "aten.expand",
-        "aten.squeeze", "aten.unsqueeze", "aten.slice", "aten.select", "aten.alias",
-        "aten.detach",
-    };
-    for (size_t i = 0; i < sizeof views / sizeof views[0]; i++)
-        if (strcmp(type, views[i]) == 0) return true;
+    for (const char *const *v = bp__default_view_types; *v; v++)
+        if (strcmp(type, *v) == 0) return true;
     return false;
 }
 
@@ -67,17 +61,8 @@ bool bp__is_broadcast_view_type(const char *type)
 
 bool bp__is_elementwise_type(const char *type)
 {
-    static const char *const ew[] = {
-        "Add", "Sub", "Mul", "Div", "Pow", "Relu", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid",
-        "HardSwish", "Tanh", "Clip", "Erf", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal",
-        "BatchNormalization", "Sum", "Min", "Max", "Mean", "Elu", "Selu", "Softplus", "Gelu", "Silu",
-        "Cast", "Not", "Sin", "Cos", "Floor", "Ceil", "Round", "Sign", "Mish",
-        "aten.relu", "aten.add", "aten.mul", "aten.sub", "aten.div", "aten.sigmoid", "aten.tanh",
-        "aten.gelu", "aten.silu", "aten.hardswish", "aten.hardsigmoid", "aten.clamp", "aten.neg",
-        "aten.exp", "aten.threshold_backward",
-    };
-    for (size_t i = 0; i < sizeof ew / sizeof ew[0]; i++)
-        if (strcmp(type, ew[i]) == 0) return true;
+    for (const char *const *v = bp__default_inplace_types; *v; v++)
+        if (strcmp(type, *v) == 0) return true;
     return false;
 }
 
@@ -346,6 +331,7 @@ bp_status bp_graph_add_op(bp_graph *g, const char *name, const char *type, int n
     o->n_in = (uint16_t)n_inputs;
     o->n_out = (uint16_t)n_outputs;
     o->type = tid;
+    o->n_ws = 0;
     o->cost = cost;
     if (n_inputs) memcpy(g->io + g->n_io, inputs, (size_t)n_inputs * sizeof *inputs);
     g->n_io += (size_t)n_inputs;
@@ -371,6 +357,49 @@ bp_status bp_graph_set_inplace(bp_graph *g, int32_t op, int32_t out, int32_t in,
     g->inpl[g->n_inpl++] = (bp__inplace){op, out, in};
     return BP_OK;
 }
+
+/* Moves op's io block to the end of g->io with room for n more outputs
+ * (the old slots stay unused). */
+static bool ws_move_io(bp_graph *g, int32_t op, int n)
+{
+    bp__op *o = &g->o[op];
+    size_t k = (size_t)o->n_in + o->n_out;
+    if (!bp__grow(&g->alloc, (void **)&g->io, &g->cap_io, g->n_io + k + (size_t)n, sizeof *g->io)) return false;
+    memmove(g->io + g->n_io, g->io + o->io_off, k * sizeof *g->io);
+    o->io_off = (uint32_t)g->n_io;
+    g->n_io += k;
+    return true;
+}
+
+bp_status bp_graph_set_workspace(bp_graph *g, int32_t op, int n, const uint64_t *bytes, bp_error *err)
+{
+    if (!g || !valid_op(g, op) || n < 1 || n > 64 || !bytes)
+        return bp__err(err, BP_ERR_USAGE, "%s: set_workspace: bad op id or count (1 to 64 workspaces)", g ? g->name : "graph");
+    const char *on = bp__names_get(&g->onames, op);
+    if (g->o[op].n_ws) return bp__err(err, BP_ERR_INVALID, "%s: op \"%s\" already has workspaces", g->name, on);
+    if ((size_t)g->o[op].n_out + (size_t)n > UINT16_MAX || g->n_io + (size_t)g->o[op].n_in + g->o[op].n_out + (size_t)n >= UINT32_MAX)
+        return bp__err(err, BP_ERR_LIMIT, "%s: op \"%s\": too many outputs with its workspaces", g->name, on);
+    int32_t ids[64];
+    for (int i = 0; i < n; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "%.280s#ws%d", bp__names_get(&g->onames, op), i);
+        bp_status s = bp_graph_add_tensor(g, name, bytes[i], &ids[i], err);
+        if (s) return s;   /* the tensors added so far stay, unproduced and unread: finalize ignores them */
+    }
+    if (!ws_move_io(g, op, n)) return oom(g, err, "workspaces of op", on);
+    for (int i = 0; i < n; i++) {
+        g->io[g->n_io++] = ids[i];
+        g->t[ids[i]].producer = op;
+        g->t[ids[i]].is_workspace = 1;
+    }
+    g->o[op].n_out = (uint16_t)(g->o[op].n_out + n);
+    g->o[op].n_ws = (uint16_t)n;
+    bp__graph_unfinalize(g);
+    return BP_OK;
+}
+
+int bp_graph_op_n_workspaces(const bp_graph *g, int32_t op) { return valid_op(g, op) ? g->o[op].n_ws : 0; }
+int bp_graph_tensor_is_workspace(const bp_graph *g, int32_t t) { return valid_tensor(g, t) && g->t[t].is_workspace; }
 
 bp_status bp_graph_mark(bp_graph *g, int32_t tensor, unsigned flags, bp_error *err)
 {
@@ -509,6 +538,22 @@ bp_status bp_graph_finalize(bp_graph *g, bp_error *err)
                            bp__names_get(&g->tnames, (int32_t)t), (x->flags & BP_TENSOR_INPUT) ? "input" : "weight",
                            bp__names_get(&g->onames, x->producer));
     }
+    for (size_t o = 0; o < no; o++)   /* workspaces belong to their op alone */
+        for (int i = 0; i < g->o[o].n_in; i++) {
+            int32_t t = bp__op_in(g, (int32_t)o)[i];
+            if (g->t[t].is_workspace)
+                return bp__err(err, BP_ERR_INVALID, "%s: op \"%s\" reads \"%s\", a workspace of op \"%s\"", g->name,
+                               bp__names_get(&g->onames, (int32_t)o), bp__names_get(&g->tnames, t),
+                               bp__names_get(&g->onames, g->t[t].producer));
+        }
+    for (size_t i = 0; i < g->n_inpl; i++)
+        if (g->t[g->inpl[i].out].is_workspace)
+            return bp__err(err, BP_ERR_INVALID, "%s: op \"%s\": workspace \"%s\" cannot be written in place", g->name,
+                           bp__names_get(&g->onames, g->inpl[i].op), bp__names_get(&g->tnames, g->inpl[i].out));
+    for (size_t t = 0; t < nt; t++)
+        if (g->t[t].is_workspace && (g->t[t].flags || g->t[t].view_of >= 0))
+            return bp__err(err, BP_ERR_INVALID, "%s: workspace \"%s\" is marked a graph input, output or weight, or a view",
+                           g->name, bp__names_get(&g->tnames, (int32_t)t));
     bp_status vs = check_view_chains(g, err);
     if (vs) return vs;
 

@@ -20,12 +20,14 @@ typedef struct bp__tensor {
     uint8_t flags;         /* BP_TENSOR_* */
     uint8_t has_shape : 1, dynamic : 1, is_const : 1;
     uint8_t is_reserve : 1;   /* the reservation of a control-flow op's bodies (body.c) */
+    uint8_t is_workspace : 1; /* a kernel workspace of its producer (workspace.c) */
 } bp__tensor;
 
 typedef struct bp__op {
     uint32_t io_off;       /* inputs then outputs in g->io */
     uint16_t n_in, n_out;
     int32_t type;          /* id in g->types */
+    uint16_t n_ws;         /* the last n_ws outputs are its workspaces (bp_graph_set_workspace) */
     double cost;           /* <= 0: unknown */
 } bp__op;
 
@@ -75,6 +77,8 @@ static inline int32_t bp__dim_sym(int64_t d) { return (int32_t)(BP__SYM_BASE - d
 
 static inline const int32_t *bp__op_in(const bp_graph *g, int32_t op) { return g->io + g->o[op].io_off; }
 static inline const int32_t *bp__op_out(const bp_graph *g, int32_t op) { return g->io + g->o[op].io_off + g->o[op].n_in; }
+/* Outputs of op that are not workspaces (they come first). */
+static inline int bp__op_n_out(const bp_graph *g, int32_t op) { return g->o[op].n_out - g->o[op].n_ws; }
 
 /* Class of an op's type, from the table finalize builds (one lookup, no
  * string compares in hot loops). */
@@ -114,12 +118,19 @@ void bp__attrs_write_json(const bp_graph *g, int32_t op, FILE *f);
 
 /* Alias groups that do not depend on the order: each tensor's root (the end
  * of its view chain, or itself), and which roots live in the arena. */
+typedef struct bp__etab_s {
+    const struct bp_engine *e;           /* NULL: the default profile, through g->type_class */
+    const struct bp__eng_op **rule;      /* per op type id: its rules or NULL (graph/engine.h) */
+    size_t n;
+} bp__etab;
+
 typedef struct bp__storage {
     int32_t *root;       /* n_t: root tensor of each tensor's storage */
     uint8_t *planned;    /* n_t: 1 when the tensor's storage is in the arena */
     /* concat_inplace only (NULL otherwise; concat.c): */
     uint64_t *off;       /* n_t: byte offset of the tensor in its root's bytes */
     uint8_t *cat;        /* n_t: 1 for a Concat slice or a merged Concat's output */
+    bp__etab et;         /* the engine profile bound to the graph (graph/engine.h) */
 } bp__storage;
 
 bp_status bp__storage_build(const bp_graph *g, const bp_plan_options *o, bp__storage *st, bp_error *err);

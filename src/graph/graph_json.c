@@ -105,54 +105,17 @@ static bp_status gj_tensor_ref(gj_ctx *c, const json_t *v, const char *op, const
 
 /* ---------------------------------------------------------------- tensors */
 
-/* Edit distance of a and b (Levenshtein, both short: keys), capped at 9. */
-static int gj_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 30 || lb > 30) return 9;
-    int row[32];
-    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            diag = up;
-            row[j] = best;
-        }
-    }
-    return row[lb] > 9 ? 9 : row[lb];
-}
-
 /* BP_ERR_INVALID naming the first key of obj that is not in known[] (NULL-
- * terminated), where it is, and the nearest known key when one is close:
- * a misspelt key ("output") must not be ignored silently. */
+ * terminated), with the nearest known key (core/json_load.c). */
 static bp_status gj_keys(gj_ctx *c, const json_t *obj, const char *const *known, const char *where)
 {
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
-        int ok = 0, best = 9;
-        const char *near = NULL;
-        for (const char *const *k = known; *k && !ok; k++) {
-            ok = strcmp(key, *k) == 0;
-            int d = gj_distance(key, *k);
-            if (d < best) { best = d; near = *k; }
-        }
-        if (ok) continue;
-        if (near && best <= 2)
-            return bp__err(c->err, BP_ERR_INVALID, "%s: %s: unknown key \"%.200s\" (did you mean \"%s\"?)", c->file, where, key, near);
-        return bp__err(c->err, BP_ERR_INVALID, "%s: %s: unknown key \"%.200s\"", c->file, where, key);
-    }
-    return BP_OK;
+    return bp__json_check_keys(obj, known, c->file, where, c->err);
 }
 
 static const char *const gj_root_keys[] = {"format", "version", "name", "tensors", "ops", "inputs", "weights",
                                            "outputs", "constants", NULL};
 static const char *const gj_tensor_keys[] = {"name", "dtype", "shape", "bytes", "view_of", NULL};
-static const char *const gj_op_keys[] = {"name", "type", "inputs", "outputs", "cost", "inplace", "attrs", NULL};
+static const char *const gj_op_keys[] = {"name", "type", "inputs", "outputs", "cost", "inplace", "attrs", "workspace", NULL};
 
 static bp_status gj_tensor(gj_ctx *c, const json_t *t, size_t idx)
 {
@@ -243,6 +206,22 @@ static bp_status gj_views(gj_ctx *c, const json_t *tensors)
 
 /* -------------------------------------------------------------------- ops */
 
+/* An op's "workspace": BYTES or [BYTES, ...] (1 to 64 of them). */
+static bp_status gj_workspace(gj_ctx *c, const json_t *o, const char *name, int32_t id)
+{
+    const json_t *w = json_object_get(o, "workspace");
+    if (!w || json_is_null(w)) return BP_OK;
+    uint64_t b[64];
+    size_t n = json_is_array(w) ? json_array_size(w) : 1;
+    if (n < 1 || n > 64)
+        return bp__err(c->err, BP_ERR_INVALID, "%s: op \"%s\": \"workspace\" lists %zu sizes (1 to 64)", c->file, name, n);
+    for (size_t i = 0; i < n; i++) {
+        bp_status s = gj_uint(c, json_is_array(w) ? json_array_get(w, i) : w, "op", name, "workspace", &b[i]);
+        if (s) return s;
+    }
+    return bp_graph_set_workspace(c->g, id, (int)n, b, c->err);
+}
+
 static bp_status gj_op(gj_ctx *c, const json_t *o, size_t idx)
 {
     if (!json_is_object(o))
@@ -291,6 +270,7 @@ static bp_status gj_op(gj_ctx *c, const json_t *o, size_t idx)
     }
     int32_t id;
     bp_status s = bp_graph_add_op(c->g, name, type, (int)n_in, c->io, (int)n_out, c->io + n_in, cost, &id, c->err);
+    if (!s) s = gj_workspace(c, o, name, id);
     if (s) return s;
     const json_t *ja = json_object_get(o, "attrs");
     if (ja && (s = bp__attrs_read_json(c->g, id, ja, c->file, c->err))) return s;
@@ -510,9 +490,10 @@ bp_status bp_graph_write_json_file(const bp_graph *g, FILE *f, bp_error *err)
     fputs("{\n \"format\": \"bufplan-graph\",\n \"version\": 1,\n \"name\": ", f);
     bp__json_str(f, g->name);
     fputs(",\n \"tensors\": [", f);
-    for (size_t t = 0; t < g->n_t; t++) {
+    for (size_t t = 0, w = 0; t < g->n_t; t++) {
         const bp__tensor *x = &g->t[t];
-        fputs(t ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
+        if (x->is_workspace) continue;   /* its op's "workspace" key makes it */
+        fputs(w++ ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
         bp__json_str(f, bp__names_get(&g->tnames, (int32_t)t));
         if (x->has_shape) {
             fputs(", \"shape\": [", f);
@@ -542,7 +523,7 @@ bp_status bp_graph_write_json_file(const bp_graph *g, FILE *f, bp_error *err)
         bp__json_str(f, bp__names_get(&g->types, op->type));
         for (int side = 0; side < 2; side++) {
             const int32_t *io = side ? bp__op_out(g, (int32_t)o) : bp__op_in(g, (int32_t)o);
-            int n = side ? op->n_out : op->n_in;
+            int n = side ? op->n_out - op->n_ws : op->n_in;
             fputs(side ? ", \"outputs\": [" : ", \"inputs\": [", f);
             for (int i = 0; i < n; i++) {
                 if (i) fputs(", ", f);
@@ -551,6 +532,9 @@ bp_status bp_graph_write_json_file(const bp_graph *g, FILE *f, bp_error *err)
             fputc(']', f);
         }
         if (op->cost > 0 && isfinite(op->cost)) fprintf(f, ", \"cost\": %.17g", op->cost);
+        for (int i = 0; i < op->n_ws; i++)
+            fprintf(f, "%s%" PRIu64 "%s", i ? ", " : ", \"workspace\": [", g->t[bp__op_out(g, (int32_t)o)[op->n_out - op->n_ws + i]].bytes,
+                    i + 1 == op->n_ws ? "]" : "");
         bp__attrs_write_json(g, (int32_t)o, f);
         if (k < g->n_inpl && inpl[k].op == (int32_t)o) {
             fputs(", \"inplace\": {", f);

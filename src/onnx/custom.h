@@ -53,6 +53,11 @@ typedef struct bp__fx_defaults {
  * malformed formula; BP_ERR_NOMEM.  On error *f holds nothing. */
 bp_status bp__fx_parse(const bp_allocator *a, const char *src, size_t len, bp__fx *f, int *col, char *why,
                        size_t why_cap);
+/* The same; with outs, outK[D] and outK.rank read output K, whose value the
+ * caller puts after the inputs in the node's inputs[] (n_inputs stays the
+ * count of inputs, n_outputs the count of outputs). */
+bp_status bp__fx_parse_ex(const bp_allocator *a, const char *src, size_t len, bool outs, bp__fx *f, int *col, char *why,
+                          size_t why_cap);
 void bp__fx_free(const bp_allocator *a, bp__fx *f);
 /* Evaluates f for node n: *dim is a size >= 0, the symbol code of a
  * formula that is just a symbolic dim reference, or BP_ONNX_DIM_FRESH when

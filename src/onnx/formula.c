@@ -11,6 +11,7 @@
  *   primary = INT | "(" expr ")" | ("min" | "max" | "ceil_div") "(" expr "," expr ")"
  *           | "in" INT "[" ["-"] INT "]" | "in" INT ".rank"
  *           | "attr." NAME [ "[" ["-"] INT "]" ]
+ *           | "out" INT "[" ["-"] INT "]"    (bp__fx_parse_ex with outs only)
  * "/" is floor division and "%" takes the divisor's sign (Python's rules).
  * A formula that is only a dim reference passes a symbolic dim through; any
  * other formula over a symbolic dim (or an unknown rank) gives an unknown
@@ -32,6 +33,7 @@ typedef struct fx_parser {
     bp__fx_tok *out;
     uint32_t n_out;
     int col;                       /* error column, 1-based */
+    bool outs;                     /* outK[D] allowed (workspace formulas) */
     char *why;
     size_t why_cap;
 } fx_parser;
@@ -99,14 +101,16 @@ static bool fx_index(fx_parser *q, int64_t *v)
 
 static bool fx_expr(fx_parser *q);
 
-/* "in" INT "[" d "]" or "in" INT ".rank" (the cursor is on "in"). */
-static bool fx_input_ref(fx_parser *q)
+/* "in" INT "[" d "]" or "in" INT ".rank" (the cursor is on "in"); with
+ * kw_len 3, "out" INT ...: output K is coded as input -(K + 1). */
+static bool fx_input_ref(fx_parser *q, size_t kw_len)
 {
     size_t at = q->p;
-    q->p += 2;
+    q->p += kw_len;
     int64_t i;
     if (!fx_int(q, &i)) return false;
     if (i > 65535) return fx_fail(q, at, "input index over 65535");
+    if (kw_len == 3) i = -(i + 1);
     if (q->p + 5 <= q->n && !memcmp(q->s + q->p, ".rank", 5) && (q->p + 5 == q->n || !fx_is_word(q->s[q->p + 5]))) {
         q->p += 5;
         return fx_emit(q, (bp__fx_tok){.kind = BP__FX_RANK, .a = (int32_t)i});
@@ -170,7 +174,8 @@ static bool fx_primary(fx_parser *q)
         q->p++;
         return true;
     }
-    if (q->p + 2 < q->n && !memcmp(q->s + q->p, "in", 2) && fx_is_digit(q->s[q->p + 2])) return fx_input_ref(q);
+    if (q->p + 2 < q->n && !memcmp(q->s + q->p, "in", 2) && fx_is_digit(q->s[q->p + 2])) return fx_input_ref(q, 2);
+    if (q->outs && q->p + 3 < q->n && !memcmp(q->s + q->p, "out", 3) && fx_is_digit(q->s[q->p + 3])) return fx_input_ref(q, 3);
     if (q->p + 5 <= q->n && !memcmp(q->s + q->p, "attr.", 5)) return fx_attr_ref(q);
     if (fx_word_is(q, "min")) return fx_call(q, 3, BP__FX_MIN);
     if (fx_word_is(q, "max")) return fx_call(q, 3, BP__FX_MAX);
@@ -224,6 +229,12 @@ static bool fx_expr(fx_parser *q)
 
 bp_status bp__fx_parse(const bp_allocator *a, const char *src, size_t len, bp__fx *f, int *col, char *why, size_t why_cap)
 {
+    return bp__fx_parse_ex(a, src, len, false, f, col, why, why_cap);
+}
+
+bp_status bp__fx_parse_ex(const bp_allocator *a, const char *src, size_t len, bool outs, bp__fx *f, int *col, char *why,
+                          size_t why_cap)
+{
     memset(f, 0, sizeof *f);
     *col = 0;
     if (len > BP__FX_MAX_LEN) {
@@ -231,7 +242,7 @@ bp_status bp__fx_parse(const bp_allocator *a, const char *src, size_t len, bp__f
         snprintf(why, why_cap, "the formula is longer than %d characters", BP__FX_MAX_LEN);
         return BP_ERR_INVALID;
     }
-    fx_parser q = {.s = src, .n = len, .why = why, .why_cap = why_cap};
+    fx_parser q = {.s = src, .n = len, .why = why, .why_cap = why_cap, .outs = outs};
     if (memchr(src, 0, len)) { *col = (int)((const char *)memchr(src, 0, len) - src) + 1; snprintf(why, why_cap, "a NUL character"); return BP_ERR_INVALID; }
     q.out = bp__calloc(a, len + 1, sizeof *q.out);
     if (!q.out) return BP_ERR_NOMEM;
@@ -282,6 +293,14 @@ static int fx_err(char *msg, size_t cap, const char *fmt, ...)
 /* Input i of the node for a reference; NULL (msg set) when the node lacks it. */
 static const bp_onnx_value *fx_input(const bp__fx *f, const bp_onnx_node_info *n, int32_t i, char *msg, size_t cap)
 {
+    if (i < 0) {   /* output -(i + 1): its value follows the inputs (bp__fx_parse_ex) */
+        int32_t k = -(i + 1);
+        if (k >= n->n_outputs) {
+            fx_err(msg, cap, "formula \"%s\": the op has no output %d", f->src, (int)k);
+            return NULL;
+        }
+        return &n->inputs[n->n_inputs + k];
+    }
     if (i >= n->n_inputs || !n->inputs[i].name[0]) {
         fx_err(msg, cap, "formula \"%s\": the node has no input %d", f->src, (int)i);
         return NULL;

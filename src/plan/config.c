@@ -359,13 +359,24 @@ static bp_status set_policy(bp_config *c, const char *w, const char *k, json_t *
     return BP_OK;
 }
 
+/* A string or null key into dst[cap] (null: ""). */
+static bp_status set_text(char *dst, size_t cap, const char *w, const char *k, json_t *v, const char *what, bp_error *err)
+{
+    if (json_is_null(v)) { dst[0] = 0; return BP_OK; }
+    if (!json_is_string(v)) return cfg_bad(err, w, k, what, v);
+    if (strlen(json_string_value(v)) >= cap) return cfg_range(err, w, k, "the value is too long");
+    snprintf(dst, cap, "%s", json_string_value(v));
+    return BP_OK;
+}
+
 static bp_status set_cache_dir(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
 {
-    if (json_is_null(v)) { c->cache_dir[0] = 0; return BP_OK; }
-    if (!json_is_string(v)) return cfg_bad(err, w, k, "a string or null", v);
-    if (strlen(json_string_value(v)) >= sizeof c->cache_dir) return cfg_range(err, w, k, "the path is too long");
-    snprintf(c->cache_dir, sizeof c->cache_dir, "%s", json_string_value(v));
-    return BP_OK;
+    return set_text(c->cache_dir, sizeof c->cache_dir, w, k, v, "a string or null", err);
+}
+
+static bp_status set_engine(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
+{
+    return set_text(c->engine, sizeof c->engine, w, k, v, "a string (a profile name or file) or null", err);
 }
 
 static bp_status set_buckets(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
@@ -444,6 +455,7 @@ static const cfg_key cfg_keys[] = {
     {"cache_dir", CT_STR, set_cache_dir},
     {"cache_verify", CT_BOOL, set_cache_verify},
     {"concat_inplace", CT_BOOL, set_concat_inplace},
+    {"engine", CT_STR, set_engine},
 };
 #define CFG_N_KEYS (sizeof cfg_keys / sizeof cfg_keys[0])
 
@@ -451,7 +463,7 @@ static const char *const cfg_key_names[] = {
     "format", "version", "preset", "scheduler", "alpha", "beta", "time_limit", "budget", "assigner",
     "alignment", "seed", "alias", "plan_inputs", "plan_constants", "fence_aware", "replan",
     "warmup_runs", "dynamic_policy", "buckets", "compaction_interval", "threads", "cache_dir",
-    "cache_verify", "concat_inplace", NULL,
+    "cache_verify", "concat_inplace", "engine", NULL,
 };
 
 const char *const *bp_config_keys(void) { return cfg_key_names; }
@@ -604,7 +616,10 @@ bp_status bp_config_write_json(const bp_config *c, FILE *f, bp_error *err)
     fprintf(f, "},\n  \"compaction_interval\": %u,\n  \"threads\": %d,\n  \"cache_dir\": ", c->compaction_interval, p->threads);
     if (c->cache_dir[0]) bp__json_str(f, c->cache_dir); else fputs("null", f);
     fprintf(f, ",\n  \"cache_verify\": %s", c->cache_verify ? "true" : "false");
-    fprintf(f, ",\n  \"concat_inplace\": %s\n}\n", p->concat_inplace ? "true" : "false");
+    fprintf(f, ",\n  \"concat_inplace\": %s", p->concat_inplace ? "true" : "false");
+    fputs(",\n  \"engine\": ", f);
+    if (c->engine[0]) bp__json_str(f, c->engine); else fputs("null", f);
+    fputs("\n}\n", f);
     if (ferror(f)) return bp__err(err, BP_ERR_IO, "config: write error");
     return BP_OK;
 }

@@ -6,8 +6,8 @@
  *    producer's step to its last consumer's step, inclusive; graph outputs to
  *    the final step; unread tensors only at their producer's step.  A storage
  *    lives over the union of its members.  Then, walking the order, an op may
- *    write an output over an input (explicit inplace hint, or an element-wise
- *    op) when the input's storage is planned, holds no graph output (it is
+ *    write an output over an input (explicit inplace hint, or a pair the
+ *    engine profile allows: graph/engine.c; by default an element-wise op) when the input's storage is planned, holds no graph output (it is
  *    pinned), is read by no later op, and the sizes match: the output joins
  *    that storage.  The output may itself be a graph output.  Not at the
  *    final step: the schedulers' evaluator (schedule/eval.c), which must
@@ -19,6 +19,7 @@
  * 3. The lower bound (bp__lifetimes_peak): a difference array over steps of
  *    the aligned storage sizes, O(T + N).
  */
+#include "graph/engine.h"
 #include "plan/plan_internal.h"
 
 #include <string.h>
@@ -110,15 +111,16 @@ static void inplace_merge(bp__lifetimes *lt, uint8_t *pinned, int32_t out, int32
  * ops), merging storages in lt->root; every root path is compressed at the
  * end.  Returns BP_ERR_NOMEM before any merge when its arrays cannot be
  * allocated. */
-static bp_status inplace_pass(const bp_graph *g, const int32_t *order, bp__lifetimes *lt)
+static bp_status inplace_pass(const bp_graph *g, const bp__etab *et, const int32_t *order, bp__lifetimes *lt)
 {
     const bp_allocator *a = &g->alloc;
     size_t nt = g->n_t, no = g->n_o;
-    int32_t *hint_out = g->n_inpl ? bp__alloc(a, no * sizeof *hint_out) : NULL;
-    int32_t *hint_in = g->n_inpl ? bp__alloc(a, no * sizeof *hint_in) : NULL;
+    bool hints = g->n_inpl && bp__etab_hints(et);
+    int32_t *hint_out = hints ? bp__alloc(a, no * sizeof *hint_out) : NULL;
+    int32_t *hint_in = hints ? bp__alloc(a, no * sizeof *hint_in) : NULL;
     uint8_t *pinned = bp__calloc(a, nt ? nt : 1, 1);
     bp_status s = BP_OK;
-    if (!pinned || (g->n_inpl && (!hint_out || !hint_in))) { s = BP_ERR_NOMEM; goto done; }
+    if (!pinned || (hints && (!hint_out || !hint_in))) { s = BP_ERR_NOMEM; goto done; }
     for (size_t t = 0; t < nt; t++)
         if (g->t[t].flags & BP_TENSOR_OUTPUT) pinned[bp__storage_find(lt->root, (int32_t)t)] = 1;
     if (hint_out) {
@@ -136,11 +138,11 @@ static bp_status inplace_pass(const bp_graph *g, const int32_t *order, bp__lifet
             if (inplace_ok(g, lt, pinned, step, out, in, r)) inplace_merge(lt, pinned, out, r);
             continue;
         }
-        if (x->n_out != 1 || x->n_in == 0 || !bp__op_is_elementwise(g, op)) continue;
-        int32_t out = bp__op_out(g, op)[0];
-        for (int i = 0; i < x->n_in; i++) {
-            int32_t in = bp__op_in(g, op)[i], r = bp__storage_find(lt->root, in);
-            if (inplace_ok(g, lt, pinned, step, out, in, r)) { inplace_merge(lt, pinned, out, r); break; }
+        int32_t outs[BP__IP_CAP], ins[BP__IP_CAP];
+        int n = x->n_in ? bp__etab_inplace(g, et, op, outs, ins, BP__IP_CAP) : 0;
+        for (int i = 0; i < n; i++) {   /* all of one output (engine.c): one write per op */
+            int32_t r = bp__storage_find(lt->root, ins[i]);
+            if (inplace_ok(g, lt, pinned, step, outs[i], ins[i], r)) { inplace_merge(lt, pinned, outs[i], r); break; }
         }
     }
     for (size_t t = 0; t < nt; t++) bp__storage_find(lt->root, (int32_t)t);
@@ -191,7 +193,7 @@ bp_status bp__lifetimes_compute(const bp_graph *g, const bp_plan_options *o, con
     for (size_t t = 0; t < nt; t++)
         if (lt->sfirst[t] == INT32_MAX) lt->sfirst[t] = lt->slast[t] = -1;
 
-    if (!o->no_alias && inplace_pass(g, order, lt)) {
+    if (!o->no_alias && inplace_pass(g, &st->et, order, lt)) {
         bp__lifetimes_free(g, lt);
         return bp__err(err, BP_ERR_NOMEM, "%s: out of memory computing lifetimes", g->name);
     }

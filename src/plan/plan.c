@@ -59,6 +59,7 @@ void bp_plan_free(bp_plan *p)
     bp__free(&a, p->bodies, (size_t)p->n_bodies * sizeof *p->bodies);
     bp__free(&a, p->body_base, (size_t)p->n_bodies * sizeof *p->body_base);
     bp__free(&a, p->copies, (size_t)(p->n_copies ? p->n_copies : 1) * sizeof *p->copies);
+    bp_engine_free(p->engine);
     bp__free(&a, p, sizeof *p);
 }
 
@@ -121,7 +122,8 @@ bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err)
                     if (pass) aitem[aoff[s + 1]++] = (int32_t)t; else aoff[s + 2]++;
                 }
                 if (slast[t] >= 0 && slast[t] < (int32_t)no &&
-                    (tp->kind == BP_KIND_PLANNED || tp->kind == BP_KIND_DYNAMIC || tp->kind == BP_KIND_INPUT)) {
+                    (tp->kind == BP_KIND_PLANNED || tp->kind == BP_KIND_DYNAMIC || tp->kind == BP_KIND_INPUT ||
+                     tp->kind == BP_KIND_WORKSPACE)) {
                     int32_t s = slast[t];
                     if (pass) fitem[foff[s + 1]++] = (int32_t)t; else foff[s + 2]++;
                 }
@@ -174,6 +176,7 @@ static bp_tensor_kind tensor_kind(const bp_graph *g, const bp__lifetimes *lt, in
 {
     int32_t r = lt->root[t];
     const bp__tensor *x = &g->t[r];
+    if (lt->planned[r] && g->t[t].is_workspace) return BP_KIND_WORKSPACE;
     if (lt->planned[r]) return (g->t[t].flags & BP_TENSOR_OUTPUT) ? BP_KIND_OUTPUT : BP_KIND_PLANNED;
     if (x->dynamic || g->t[t].dynamic) return BP_KIND_DYNAMIC;
     if (x->flags & (BP_TENSOR_WEIGHT | BP_TENSOR_CONST)) return BP_KIND_WEIGHT;
@@ -186,6 +189,8 @@ static bp_tensor_kind tensor_kind(const bp_graph *g, const bp__lifetimes *lt, in
 void bp__plan_count(const bp_graph *g, bp_plan *p)
 {
     bp_plan_stats *st = &p->stats;
+    bp__etab et;
+    if (bp__etab_build(g, p->engine, &et, NULL)) memset(&et, 0, sizeof et);   /* out of memory: count as the default */
     st->n_planned = st->n_storages = st->n_dynamic = st->n_views = st->n_inputs = st->n_weights = 0;
     st->dynamic_bytes = 0;
     for (int32_t t = 0; t < p->n_t; t++) {
@@ -197,10 +202,11 @@ void bp__plan_count(const bp_graph *g, bp_plan *p)
             st->n_dynamic++;
             st->dynamic_bytes += g->t[t].bytes;
         }
-        if (tp->alias_of >= 0 && bp__tensor_view_source(g, t) >= 0) st->n_views++;
+        if (tp->alias_of >= 0 && bp__etab_view_source(g, &et, t) >= 0) st->n_views++;
         if (tp->kind == BP_KIND_INPUT) st->n_inputs++;
         if (tp->kind == BP_KIND_WEIGHT) st->n_weights++;
     }
+    bp__etab_free(g, &et);
 }
 
 void bp__plan_count_bodies(const bp_graph *g, bp_plan *p)
@@ -256,6 +262,7 @@ bp_status bp__plan_flat(const bp_graph *g, const bp_plan_options *opts, const in
     p->sched = opts->sched;
     p->assign = opts->assign;
     memcpy(p->order, order, g->n_o * sizeof *order);
+    if (bp__engine_copy(opts->engine, a, &p->engine, err)) { bp_plan_free(p); return BP_ERR_NOMEM; }
 
     bp__storage st = {0};
     bp__lifetimes lt = {0};
@@ -374,3 +381,5 @@ done:
     *out = p;
     return BP_OK;
 }
+
+const bp_engine *bp_plan_engine(const bp_plan *p) { return p->engine; }

@@ -259,8 +259,11 @@ static void pc_options_text(const bp_plan_options *o, char *buf, size_t cap)
     size_t n = strlen(buf);
     if (o->budget && n < cap)   /* the fallback decides plans over a budget only; keys without one stay as they were */
         snprintf(buf + n, cap - n, ";fallback=%u;host_bandwidth=%.17g", o->fallback, o->host_bandwidth);
-    size_t len = strlen(buf);
-    if (o->concat_inplace && len < cap) snprintf(buf + len, cap - len, ";concat_inplace=1");   /* keys without it unchanged */
+    n = strlen(buf);
+    if (o->concat_inplace && n < cap) snprintf(buf + n, cap - n, ";concat_inplace=1");   /* keys without it unchanged */
+    n = strlen(buf);
+    if (!bp__engine_is_default(o->engine) && n < cap)   /* the default keeps the keys it always had */
+        snprintf(buf + n, cap - n, ";engine=%016" PRIx64, bp_engine_digest(o->engine));
 }
 
 bp_status bp_cache_key_make_hashed(const uint64_t graph_hash[2], const char *signature, const bp_plan_options *o,
@@ -575,7 +578,7 @@ static const char *pc_check(const bp_graph *g, const bp_plan *p, char *why, size
     for (int32_t t = 0; t < nt && !bad; t++) {
         const bp_tensor_plan *tp = &p->tp[t];
         const char *name = bp__names_get(&g->tnames, t);
-        if ((unsigned)tp->kind > BP_KIND_DYNAMIC) { snprintf(why, cap, "tensor \"%s\": bad kind %d", name, (int)tp->kind); bad = why; }
+        if ((unsigned)tp->kind > BP_KIND_WORKSPACE) { snprintf(why, cap, "tensor \"%s\": bad kind %d", name, (int)tp->kind); bad = why; }
         else if (tp->first < -1 || tp->first >= no || tp->last < tp->first || tp->last >= no || (tp->first < 0 && tp->last >= 0)) {
             snprintf(why, cap, "tensor \"%s\": interval [%d, %d] is outside the schedule", name, tp->first, tp->last);
             bad = why;
@@ -774,6 +777,10 @@ bp_status bp_plan_cache_plan(bp_plan_cache *c, const bp_graph *g, const char *si
     bp_status s = bp_cache_key_make(g, signature, o, &key, err);
     if (!s && c) s = bp_plan_cache_get(c, &key, g, out, err);
     if (s) return s;
+    if (*out && o && (*out)->engine == NULL) {   /* the key matched, so it was made for o->engine */
+        s = bp__engine_copy(o->engine, &g->alloc, &(*out)->engine, err);
+        if (s) { bp_plan_free(*out); *out = NULL; return s; }
+    }
     if (*out) { if (hit) *hit = 1; return BP_OK; }
     s = bp_plan_graph(g, o, out, err);
     if (s) return s;

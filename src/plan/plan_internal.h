@@ -6,6 +6,7 @@
 #ifndef BP_PLAN_INTERNAL_H
 #define BP_PLAN_INTERNAL_H
 
+#include "graph/engine.h"
 #include "graph/graph_internal.h"
 
 /* Order-dependent lifetimes of storages: after in-place merging, root[t] may
@@ -54,6 +55,7 @@ struct bp_plan {
      * placement (fallback.c), sorted by (tensor, first) */
     bp_copy *copies;
     int32_t n_copies;
+    bp_engine *engine;       /* the engine profile it was made for (a copy), NULL = default */
 };
 
 /* Allocates an empty plan (order/tp arrays sized). */

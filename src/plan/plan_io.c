@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ----------------------------------------------------------------- writing */
@@ -90,6 +91,10 @@ bp_status bp_plan_write_json_file(const bp_plan *p, const bp_graph *g, FILE *f, 
     bp__json_str(f, bp_sched_name(p->sched));
     fputs(",\n \"assigner\": ", f);
     bp__json_str(f, bp_assign_name(p->assign));
+    if (p->engine) {   /* the default's plans stay as they were */
+        fputs(",\n \"engine\": ", f);
+        if ((s = bp_engine_write_json_file(p->engine, f, err))) return s;
+    }
     fputs(",\n \"schedule\": [", f);
     for (int32_t i = 0; i < p->n_o; i++) {
         if (i) fputs(", ", f);
@@ -392,7 +397,7 @@ static bp_status pj_tensors(pj_ctx *c, const json_t *arr)
         if (!k) return pj_bad(c, where, "\"kind\" is missing");
         if (!json_is_string(k)) return pj_bad(c, where, "\"kind\" must be a string, not %s", bp__json_type(k));
         int kind = -1;
-        for (int j = 0; j <= BP_KIND_DYNAMIC && kind < 0; j++)
+        for (int j = 0; j <= BP_KIND_WORKSPACE && kind < 0; j++)
             if (strcmp(json_string_value(k), bp_tensor_kind_name((bp_tensor_kind)j)) == 0) kind = j;
         if (kind < 0)
             return pj_bad(c, where, "unknown \"kind\" \"%s\" (planned, input, weight, output or dynamic)", json_string_value(k));
@@ -542,6 +547,22 @@ static bp_status pj_stats(pj_ctx *c, const json_t *st)
     return BP_OK;
 }
 
+/* "engine": the profile the plan was made for (bufplan-engine JSON), absent
+ * for the default. */
+static bp_status pj_engine(pj_ctx *c, const json_t *v)
+{
+    if (!v) return BP_OK;
+    if (!json_is_object(v)) return pj_bad(c, "", "\"engine\" must be an engine profile object, not %s", bp__json_type(v));
+    char *text = json_dumps(v, JSON_COMPACT);
+    if (!text) return bp__err(c->err, BP_ERR_NOMEM, "%s: out of memory", c->file);
+    char where[300];
+    snprintf(where, sizeof where, "%s: \"engine\"", c->file);
+    bp_status s = bp_engine_parse_json(text, strlen(text), where, &c->g->alloc, &c->p->engine, c->err);
+    free(text);
+    if (!s && c->p->engine->is_default) { bp_engine_free(c->p->engine); c->p->engine = NULL; }
+    return s;
+}
+
 /* The kind of a tensor the file does not list (unused, not in the arena). */
 static bp_tensor_kind pj_default_kind(const bp_graph *g, int32_t t)
 {
@@ -549,6 +570,7 @@ static bp_tensor_kind pj_default_kind(const bp_graph *g, int32_t t)
     if (x->dynamic) return BP_KIND_DYNAMIC;
     if (x->flags & (BP_TENSOR_WEIGHT | BP_TENSOR_CONST)) return BP_KIND_WEIGHT;
     if (x->producer < 0) return BP_KIND_INPUT;
+    if (x->is_workspace) return BP_KIND_WORKSPACE;
     return (x->flags & BP_TENSOR_OUTPUT) ? BP_KIND_OUTPUT : BP_KIND_PLANNED;
 }
 
@@ -654,6 +676,7 @@ static bp_status pj_build(json_t *root, const char *file, const bp_graph *g, bp_
         if (!json_is_string(v)) { s = pj_bad(&c, "", "\"assigner\" must be a string, not %s", bp__json_type(v)); goto done; }
         if (bp_assign_parse(json_string_value(v), &p->assign) != 0) { s = pj_bad(&c, "", "unknown \"assigner\" \"%s\"", json_string_value(v)); goto done; }
     }
+    if ((s = pj_engine(&c, json_object_get(root, "engine")))) goto done;
     if ((s = pj_schedule(&c, json_object_get(root, "schedule")))) goto done;
     if ((s = pj_tensors(&c, json_object_get(root, "tensors")))) goto done;
     for (size_t t = 0; t < g->n_t; t++) {

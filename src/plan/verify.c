@@ -157,6 +157,7 @@ static int32_t uf_find(int32_t *par, int32_t x)
 /* ------------------------------------------------------------------ verify */
 
 typedef struct vdata {
+    bp__etab et;        /* the plan's engine profile bound to the graph */
     int32_t *step;      /* n_o */
     int32_t *first, *last;  /* n_t true intervals */
     int32_t *vroot;     /* n_t view root */
@@ -235,6 +236,7 @@ static void vf_schedule(vctx *v, vdata *d)
 static bp_tensor_kind vf_kind(const bp_graph *g, const bp_tensor_plan *tp, int32_t t)
 {
     const bp__tensor *x = &g->t[t], *r = &g->t[tp->alias_of >= 0 ? tp->alias_of : t];
+    if (tp->offset != BP_NO_OFFSET && x->is_workspace) return BP_KIND_WORKSPACE;
     if (tp->offset != BP_NO_OFFSET) return (x->flags & BP_TENSOR_OUTPUT) ? BP_KIND_OUTPUT : BP_KIND_PLANNED;
     if (r->dynamic || x->dynamic) return BP_KIND_DYNAMIC;
     if (r->flags & (BP_TENSOR_WEIGHT | BP_TENSOR_CONST)) return BP_KIND_WEIGHT;
@@ -303,12 +305,7 @@ static void vf_views(vctx *v, vdata *d)
     const bp_plan *p = v->p;
     size_t nt = d->nt;
     for (size_t t = 0; t < nt; t++) {
-        int32_t src = -1;
-        const bp__tensor *x = &g->t[t];
-        if (x->view_of >= 0) src = x->view_of;
-        else if (x->producer >= 0 && g->o[x->producer].n_in > 0 && bp__op_out(g, x->producer)[0] == (int32_t)t &&
-                 bp__op_is_view(g, x->producer))
-            src = bp__op_in(g, x->producer)[0];
+        int32_t src = bp__etab_view_source(g, &d->et, (int32_t)t);
         d->vroot[t] = src >= 0 ? src : (int32_t)t;
     }
     for (size_t t = 0; t < nt; t++) { int32_t r = uf_find(d->vroot, (int32_t)t); d->vroot[t] = r; }
@@ -371,11 +368,18 @@ static void vf_inplace(vctx *v, vdata *d)
             int32_t pr = g->t[t].producer;
             if (pr < 0) { reason(v, "tensor \"%s\" claims the bytes of \"%s\" but no op makes it", TN(t), TN(claim)); continue; }
             int32_t S = uf_find(d->par, d->vroot[claim]), s = d->step[pr];
-            bool reads = false;
-            for (int k = 0; k < g->o[pr].n_in; k++)
-                if (uf_find(d->par, d->vroot[bp__op_in(g, pr)[k]]) == S) reads = true;
+            bool reads = false, allowed = false;
+            for (int k = 0; k < g->o[pr].n_in; k++) {
+                int32_t in = bp__op_in(g, pr)[k];
+                if (uf_find(d->par, d->vroot[in]) != S) continue;
+                reads = true;
+                allowed = allowed || bp__etab_inplace_allowed(g, &d->et, pr, t, in);
+            }
             if (!reads)
                 reason(v, "tensor \"%s\" reuses the bytes of \"%s\", but its op \"%s\" does not read that storage", TN(t), TN(claim), ON(pr));
+            else if (!allowed)
+                reason(v, "tensor \"%s\" is written in place over \"%s\", but engine profile \"%s\" does not let op \"%s\" (%s) do that",
+                       TN(t), TN(claim), bp_engine_name(p->engine), ON(pr), bp__names_get(&g->types, g->o[pr].type));
             else if (d->slast[S] != s)
                 reason(v, "tensor \"%s\" is written in place over \"%s\" at step %d, but that storage is still read at step %d", TN(t), TN(claim), s, d->slast[S]);
             else if (d->sout[S])
@@ -683,7 +687,8 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
     d.tmp = bp__alloc(a, nt1 * sizeof *d.tmp);
     d.tr = (treap){bp__alloc(a, nt1 * sizeof(tnode)), -1};
     d.nt = nt; d.no = no; d.nt1 = nt1;
-    bp_status st = BP_OK;
+    bp_status st = bp__etab_build(g, p->engine, &d.et, err);
+    if (st) goto out;
     if (!d.step || !d.first || !d.last || !d.vroot || !d.par || !d.sfirst || !d.slast || !d.dfirst || !d.dlast || !d.dlive || !d.ssize || !d.soff ||
         !d.sout || !d.byfirst || !d.bylast || !d.tmp || !d.tr.n) {
         st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory verifying", g->name);
@@ -712,6 +717,7 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
         st = BP_ERR_VERIFY;
     }
 out:
+    bp__etab_free(g, &d.et);
     bp__free(a, d.step, no * sizeof *d.step);
     bp__free(a, d.first, nt1 * sizeof *d.first);
     bp__free(a, d.last, nt1 * sizeof *d.last);

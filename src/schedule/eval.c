@@ -26,6 +26,7 @@
  * At 10^6 ops, first touches of fresh pages dominate: arrays filled before
  * they are read are not zero-filled, and each CSR is built in one pass.
  */
+#include "graph/engine.h"
 #include "schedule/schedule_internal.h"
 
 #include <string.h>
@@ -191,25 +192,23 @@ bp_status bp__sgraph_build(const bp_graph *g, const bp_plan_options *o, bp__sgra
     {
         int32_t *hint = mark; /* op -> index of its last hint, or -1 */
         for (int32_t v = 0; v < n; v++) hint[v] = -1;
-        if (!o->no_alias)
+        if (!o->no_alias && bp__etab_hints(&st.et))
             for (size_t i = 0; i < g->n_inpl; i++) hint[g->inpl[i].op] = (int32_t)i;
         sg->ip_off[0] = 0;
         for (int32_t v = 0, k = 0; v < n; v++) {
-            const bp__op *x = &g->o[v];
-            int32_t out = -1;
+            int32_t outs[BP__IP_CAP], ins[BP__IP_CAP];
             int nin = 0;
-            bool hinted = hint[v] >= 0;
             if (o->no_alias) {
                 nin = 0;
-            } else if (hinted) {
-                out = g->inpl[hint[v]].out;
+            } else if (hint[v] >= 0) {
+                outs[0] = g->inpl[hint[v]].out;
+                ins[0] = g->inpl[hint[v]].in;
                 nin = 1;
-            } else if (x->n_out == 1 && x->n_in > 0 && bp__op_is_elementwise(g, v)) {
-                out = bp__op_out(g, v)[0];
-                nin = x->n_in;
+            } else if (g->o[v].n_in > 0) {
+                nin = bp__etab_inplace(g, &st.et, v, outs, ins, BP__IP_CAP);
             }
             for (int i = 0; i < nin; i++) {
-                int32_t in = hinted ? g->inpl[hint[v]].in : bp__op_in(g, v)[i];
+                int32_t out = outs[i], in = ins[i];
                 int32_t so = sg->tstore[out], si = sg->tstore[in];
                 if (so < 0 || si < 0 || st.root[out] != out) continue;
                 if ((st.cat && st.cat[out]) || (st.off && st.off[in])) continue;   /* as lifetime.c */

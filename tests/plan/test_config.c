@@ -61,6 +61,7 @@ static int ck_cverify(const bp_config *c) { return c->cache_verify == 1; }
 static int ck_concat(const bp_config *c) { return c->plan.concat_inplace == 1; }
 static int ck_preset(const bp_config *c) { return !strcmp(c->preset, "training") && c->plan.beta > c->plan.alpha; }
 static int ck_format(const bp_config *c) { (void)c; return 1; }
+static int ck_engine(const bp_config *c) { return !strcmp(c->engine, "ort-cpu"); }
 
 static const key_case cases[] = {
     {"format", "\"bufplan-config\"", "bufplan-config", ck_format},
@@ -87,6 +88,7 @@ static const key_case cases[] = {
     {"cache_dir", "\"/tmp/x\"", "/tmp/x", ck_cache},
     {"cache_verify", "true", "yes", ck_cverify},
     {"concat_inplace", "true", "on", ck_concat},
+    {"engine", "\"ort-cpu\"", "ort-cpu", ck_engine},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
