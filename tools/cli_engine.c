@@ -16,7 +16,7 @@ bp_status cli_engine_load(cli_graph_opts *go, bp_graph *g, bp_plan_options *po, 
     bp_status s = bp_engine_apply_workspaces(go->engine_obj, g, err);
     if (s) return s;
     po->engine = go->engine_obj;
-    po->concat_inplace = bp_engine_concat_inplace(go->engine_obj);
+    if (bp_engine_concat_inplace(go->engine_obj)) po->concat_inplace = 1;   /* --concat-inplace still counts */
     return BP_OK;
 }
 

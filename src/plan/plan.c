@@ -234,7 +234,7 @@ static bool plan_naive(const bp_graph *g, const bp__storage *st, const bp__lifet
     for (size_t t = 0; t < g->n_t; t++) {
         if (slot[lt->root[t]] < 0) continue;
         uint64_t b = bp__align_up(g->t[t].bytes, align);
-        bool own = st->root[t] == (int32_t)t || bp__tensor_view_source(g, (int32_t)t) < 0;   /* Concat slices count */
+        bool own = st->root[t] == (int32_t)t || bp__etab_view_source(g, &st->et, (int32_t)t) < 0;   /* Concat slices count */
         if (own && !bp__add_u64(naive, b, &naive)) return false;
         if (lt->root[t] != (int32_t)t && !g->t[t].dynamic && !bp__add_u64(saved, b, &saved)) return false;
     }
