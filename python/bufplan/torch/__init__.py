@@ -78,6 +78,8 @@ class Entry:
 
 
 class _NoRecording:
+    records = False
+
     def take(self):
         return []
 

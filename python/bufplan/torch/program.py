@@ -118,6 +118,7 @@ class Program:
         self.consts = {}
         self._rng = {}              # Op -> (token inputs, token output)
         self._producer_op = {}      # fx node -> Op
+        self.recorded = getattr(recording, "records", True)
         self._build(placeholder_values, recording)
 
     # ---------------------------------------------------------- tensors
@@ -217,6 +218,11 @@ class Program:
             if ptr in by_addr and by_addr[ptr][0] not in out_alloc.values():
                 tid = self._tensor(name, t, by_addr[ptr][1])
                 out_alloc[tid] = by_addr[ptr][0]
+                storage_owner[ptr] = tid
+                op.fresh.append(tid)
+            elif not self.recorded and ptr not in storage_owner:
+                # no allocator to ask: a storage nobody had before is the op's own
+                tid = self._tensor(name, t, nb)
                 storage_owner[ptr] = tid
                 op.fresh.append(tid)
             elif ptr in storage_owner:

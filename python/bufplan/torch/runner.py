@@ -11,8 +11,10 @@ out= overload writes into an arena view, any other op computes on the heap
 and its outputs are copied into the arena (stats say how many bytes and ops).
 
 Debug mode: the arena is filled with NaN before the run and, after every
-op, each live tensor in the arena is compared bit for bit with an eager run
-of the same graph (same inputs, RNG state and buffers).  The first that
+op, each live tensor in the arena that shares bytes with what the op wrote
+(its outputs and workspace: the only arena bytes a step writes) is compared
+bit for bit with an eager run of the same graph (same inputs, RNG state and
+buffers); after the last op, every tensor still live is.  The first that
 differs is reported with its step, offset and the plan's buffer history of
 its bytes (DebugMismatch).
 
@@ -99,6 +101,7 @@ class Runner:
     def set_offset(self, tensor, offset):
         """Moves one tensor to another offset (for testing the debug checks)."""
         self.offset[tensor] = offset
+        self._check_lists = None
         self._queues()
         self.local = threading.local()
 
@@ -222,11 +225,29 @@ class Runner:
         for tid, t in zip(op.outs, [t for t in flat if isinstance(t, torch.Tensor)]):
             into[tid] = t.detach().clone() if clone else t
 
-    def _compare(self, step, op, values, ref):
-        for tid, t in values.items():
-            first, last, off = self.tp[tid][0], self.tp[tid][1], self.offset[tid]
+    def _checked(self):
+        """Per step, the tensors to compare after it (see the module comment)."""
+        if getattr(self, "_check_lists", None) is not None:
+            return self._check_lists
+        nb, tp, offs = self.prog.nbytes, self.tp, self.offset
+        planned = [t for t in range(len(tp)) if offs[t] is not None and nb[t] > 0 and tp[t][0] >= 0]
+        lists = []
+        final = len(self.order) - 1
+        for step, op in enumerate(self.order):
+            wrote = [(offs[t], offs[t] + nb[t]) for t in list(op.fresh) + ([op.ws] if op.ws >= 0 else [])
+                     if offs[t] is not None and nb[t] > 0]
             # live after this step; one read for the last time here may have been written over in place
-            if off is None or not (first <= step < last or first == step) or self.prog.nbytes[tid] == 0:
+            live = [t for t in planned if tp[t][0] <= step < tp[t][1] or tp[t][0] == step or
+                    (step == final and tp[t][1] == final)]
+            lists.append(live if step == final else
+                         [t for t in live if any(lo < offs[t] + nb[t] and offs[t] < hi for lo, hi in wrote)])
+        self._check_lists = lists
+        return lists
+
+    def _compare(self, step, op, values, ref):
+        for tid in self._checked()[step]:
+            t = values.get(tid)
+            if t is None:
                 continue
             r = ref.get(tid)
             if r is None or torch.equal(_bits(t), _bits(r)):
