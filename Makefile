@@ -4,7 +4,7 @@
 # Other targets: build (release), bench, install, clean.
 
 BUILD_DEPS = build-essential cmake pkg-config libjansson-dev libprotobuf-c-dev protobuf-c-compiler
-TEST_DEPS  = python3 python3-onnx python3-torch python3-scipy valgrind clang libclang-rt-14-dev chromium
+TEST_DEPS  = python3 python3-onnx python3-torch python3-torchvision libtorch-dev python3-scipy valgrind clang libclang-rt-14-dev chromium
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
