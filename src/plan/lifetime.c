@@ -38,7 +38,24 @@ void bp__lifetimes_free(const bp_graph *g, bp__lifetimes *lt)
     memset(lt, 0, sizeof *lt);
 }
 
-/* Fills step[] from order and checks it is a permutation of the ops. */
+/* Every op runs after the producers of its inputs (step[] complete). */
+static bp_status order_topological(const bp_graph *g, const int32_t *step, bp_error *err)
+{
+    for (size_t o = 0; o < g->n_o; o++) {
+        const int32_t *in = bp__op_in(g, (int32_t)o);
+        for (int i = 0; i < g->o[o].n_in; i++) {
+            int32_t pr = g->t[in[i]].producer;
+            if (pr >= 0 && step[pr] >= step[o])
+                return bp__err(err, BP_ERR_USAGE, "%s: the order is not topological: op \"%s\" at step %d reads \"%s\", made by op \"%s\" at step %d",
+                               g->name, bp__names_get(&g->onames, (int32_t)o), step[o], bp__names_get(&g->tnames, in[i]),
+                               bp__names_get(&g->onames, pr), step[pr]);
+        }
+    }
+    return BP_OK;
+}
+
+/* Fills step[] from order and checks it is a permutation of the ops that
+ * runs every op after the producers of its inputs. */
 static bp_status order_steps(const bp_graph *g, const int32_t *order, int32_t *step, bp_error *err)
 {
     size_t no = g->n_o;
@@ -51,7 +68,7 @@ static bp_status order_steps(const bp_graph *g, const int32_t *order, int32_t *s
             return bp__err(err, BP_ERR_USAGE, "%s: op \"%s\" appears twice in the order", g->name, bp__names_get(&g->onames, op));
         step[op] = (int32_t)s;
     }
-    return BP_OK;
+    return order_topological(g, step, err);
 }
 
 /* Own intervals of every tensor (the definition in docs/ARCHITECTURE.md). */
