@@ -131,4 +131,8 @@ static inline bool bp__exec_is_tenant(const bp_exec *ex, int32_t t)
     return v < 0 || ex->root[v] != ex->root[t];
 }
 
+/* views.c: caps each broadcast view's tbytes[] at its root's bytes (it
+ * never reads past them); BP_ERR_NOMEM on allocation failure. */
+bp_status bp__exec_clamp_views(const bp_graph *g, uint64_t *tbytes, bp_error *err);
+
 #endif /* BP_EXEC_INTERNAL_H */
