@@ -21,6 +21,10 @@ bp_status bp__json_load_text(const char *text, size_t len, const char *file, jso
 bp_status bp__json_load_file_lim(const char *path, const bp_allocator *a, const bp_limits *lim, json_t **root, bp_error *err);
 bp_status bp__json_load_text_lim(const char *text, size_t len, const char *file, const bp_limits *lim, json_t **root,
                                  bp_error *err);
+/* Records that jansson failed to allocate n bytes on this thread (and sets
+ * errno to ENOMEM): the loader then reports "out of memory" (json_load.c).
+ * For allocation hooks of test builds (fault.c). */
+void bp__json_note_oom(size_t n);
 /* "a string", "an integer", ... for messages. */
 const char *bp__json_type(const json_t *v);
 

@@ -24,4 +24,14 @@ done
 for m in --dynamic "--dynamic --malloc" ""; do
   expect_msg 2 "max_run_bytes" "$CLI" run "$tmp/small.json" $m --limit max_run_bytes=1K
 done
+# out of memory inside the JSON parser is "out of memory", not malformed
+# JSON (under an address-space cap; sanitizer builds reserve too much
+# address space for one, faults.sh covers them)
+if command -v prlimit >/dev/null && ! ldd "$CLI" 2>/dev/null | grep -q 'lib[at]san'; then
+  "$CLI" gen chain --nodes 300000 -o "$tmp/c300k.json" || bad "gen c300k"
+  for as in 150000000 250000000; do
+    expect_msg 2 "out of memory" prlimit --as=$as "$CLI" plan "$tmp/c300k.json" -q
+    grep -q "malformed" "$tmp/expect.out" && bad "prlimit --as=$as: out of memory reported as malformed JSON"
+  done
+fi
 exit $fail
