@@ -54,6 +54,12 @@ typedef struct bp_config {
     char cache_dir[1024];         /* plan cache directory, "" = none */
     int cache_verify;             /* also bp_verify plans loaded from the cache (default 0) */
     char preset[32];              /* the preset applied, "" = none */
+    /* Resource limits (the CLI's --limit, --max-memory, --max-seconds) */
+    bp_limits limits;             /* "limits": {"max_ops": N, ...}: the readers' limits */
+    uint64_t max_run_bytes;       /* "limits": {"max_run_bytes": N}: what `run` may reserve;
+                                     0 = the machine's memory */
+    uint64_t max_memory;          /* heap cap, bytes; 0 = none */
+    double max_seconds;           /* time limit of a whole command; 0 = none */
 } bp_config;
 
 /* The defaults (docs/DYNAMIC.md). */

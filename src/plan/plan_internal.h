@@ -66,4 +66,10 @@ bp_status bp__plan_build_events(bp_plan *p, const bp_graph *g, bp_error *err);
  * p's placements and kinds. */
 void bp__plan_count(const bp_graph *g, bp_plan *p);
 
+/* config_limits.c: sets the limit `key` (key_len bytes; a bp_limits field or
+ * max_run_bytes) of a config to n, BP_ERR_INVALID naming `where` for an
+ * unknown key or a value out of range; writes the "limits" object. */
+bp_status bp__config_set_limit(bp_config *c, const char *where, const char *key, size_t key_len, uint64_t n, bp_error *err);
+void bp__config_write_limits(const bp_config *c, FILE *f);
+
 #endif /* BP_PLAN_INTERNAL_H */
