@@ -212,12 +212,20 @@ static void expect_bad(bp_plan_cache *c, const bp_cache_key *k, const bp_graph *
     bp_plan_free(p);
 }
 
-static void test_hit_miss_corrupt(void)
+/* A cache in dir (warnings to warn_sink). */
+static bp_plan_cache *open_cache(void)
 {
     bp_error err = {0};
     bp_plan_cache *c = NULL;
     CHECK_OK(bp_plan_cache_open(dir, warn_sink, &c, &err), err);
     REQUIRE(c);
+    return c;
+}
+
+static void test_hit_miss_corrupt(void)
+{
+    bp_error err = {0};
+    bp_plan_cache *c = open_cache();
     bp_graph *g = gen("transformer", 0, 64);
     bp_plan_options po;
     bp_plan_options_init(&po);
@@ -425,9 +433,7 @@ static void test_concurrent(void)
 static void test_forgeries(void)
 {
     bp_error err = {0};
-    bp_plan_cache *c = NULL;
-    CHECK_OK(bp_plan_cache_open(dir, warn_sink, &c, &err), err);
-    REQUIRE(c);
+    bp_plan_cache *c = open_cache();
     bp_graph *g = gen("transformer", 0, 64);
     bp_plan_options po;
     bp_plan_options_init(&po);
