@@ -22,17 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The size of the allocation jansson last failed to get on this thread
- * during the current load (0: none).  Set by the hook, read and cleared by
- * the loader on the same thread. */
-static _Thread_local size_t jl_oom_bytes;
-
-void bp__json_note_oom(size_t n)
-{
-    jl_oom_bytes = n ? n : 1;
-    errno = ENOMEM;
-}
-
 static void *jl_malloc(size_t n)
 {
     void *p = malloc(n);
@@ -54,7 +43,7 @@ static void jl_hook_install(void)
 static void jl_begin(void)
 {
     pthread_once(&jl_hook_once, jl_hook_install);
-    jl_oom_bytes = 0;
+    bp__json_take_oom();
     errno = 0;
 }
 
@@ -62,9 +51,8 @@ static void jl_begin(void)
  * jansson ran out of memory; BP_OK otherwise. */
 static bp_status jl_oom(const json_error_t *je, const char *file, bp_error *err)
 {
-    size_t n = jl_oom_bytes;
+    size_t n = bp__json_take_oom();
     bool oom = n || errno == ENOMEM || json_error_code(je) == json_error_out_of_memory;
-    jl_oom_bytes = 0;
     if (!oom) return BP_OK;
     char at[48] = "";
     if (je->position > 0) snprintf(at, sizeof at, " (at byte %d of the text)", je->position);
