@@ -10,7 +10,8 @@
 # tests/regress/, and ../shared/data ($BP_DATA): graphs, ONNX models and
 # MiniMalloc CSV under 256 KiB.
 # Environment: BP_FUZZ_BUILD (default build-fuzz), BP_DATA, BP_FUZZ_JOBS (-j for the build),
-# BP_FUZZ_SEED (default 1; 0 = random).
+# BP_FUZZ_SEED (default 1; 0 = random), BP_FUZZ_GROW (1: merge new coverage
+# into fuzz/corpus/HARNESS/).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-${BP_FUZZ_SECONDS:-30}}
@@ -21,7 +22,7 @@ seed=${BP_FUZZ_SEED:-1}
 [ $# -gt 0 ] && shift
 build=${BP_FUZZ_BUILD:-$root/build-fuzz}
 data=${BP_DATA:-$root/../shared/data}
-all=(fuzz_graph_json fuzz_onnx fuzz_csv fuzz_plan fuzz_random_graph fuzz_op_shapes)
+all=(fuzz_graph_json fuzz_onnx fuzz_csv fuzz_plan fuzz_random_graph fuzz_op_shapes fuzz_onnx_struct)
 [ -f "$root/src/plan/plan_cache.c" ] && [ -f "$root/fuzz/fuzz_plan_cache.c" ] && all+=(fuzz_plan_cache)
 [ -f "$root/src/plan/config.c" ] && [ -f "$root/fuzz/fuzz_config.c" ] && all+=(fuzz_config)
 harnesses=("${@:-${all[@]}}")
@@ -51,6 +52,12 @@ fi
 for h in "${all[@]}"; do
   [ -d "$root/tests/regress/$h" ] && cp "$root/tests/regress/$h"/* "$seeds/$h/" 2>/dev/null || true
 done
+# the structure-aware ONNX fuzzer also starts from fuzz_onnx's seeds; the
+# corpora kept in the repository (fuzz/corpus/HARNESS/) seed their harness
+cp "$seeds/fuzz_onnx"/* "$seeds/fuzz_onnx_struct/" 2>/dev/null || true
+for h in "${all[@]}"; do
+  [ -d "$root/fuzz/corpus/$h" ] && cp "$root/fuzz/corpus/$h"/* "$seeds/$h/" 2>/dev/null || true
+done
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -75,4 +82,11 @@ for h in "${harnesses[@]}"; do
   printf '%-20s %12s %8s %s\n' "$h" "$runs" "$secs" "$result"
 done
 printf '%-20s %12s\n' total "$total"
+# BP_FUZZ_GROW=1: what the run found that adds coverage goes into the corpus
+# kept in the repository (fuzz/corpus/HARNESS/, inputs up to 2 KiB)
+if [ "${BP_FUZZ_GROW:-0}" = 1 ]; then
+  for h in "${harnesses[@]}"; do
+    [ -d "$root/fuzz/corpus/$h" ] && "$build/$h" -merge=1 -max_len=2048 "$root/fuzz/corpus/$h" "$build/corpus/$h" >"$build/$h.merge.log" 2>&1
+  done
+fi
 [ $failed -eq 0 ] || { echo "fuzz/run.sh: $failed harness(es) failed"; exit 1; }

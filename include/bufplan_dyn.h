@@ -56,6 +56,12 @@ typedef struct bp_config {
     char preset[32];              /* the preset applied, "" = none */
     char engine[1024];            /* "engine": an engine profile's name or file, "" = default
                                      (the caller loads it: bp_engine_load) */
+    /* Resource limits (the CLI's --limit, --max-memory, --max-seconds) */
+    bp_limits limits;             /* "limits": {"max_ops": N, ...}: the readers' limits */
+    uint64_t max_run_bytes;       /* "limits": {"max_run_bytes": N}: what `run` may reserve;
+                                     0 = the machine's memory */
+    uint64_t max_memory;          /* heap cap, bytes; 0 = none */
+    double max_seconds;           /* time limit of a whole command; 0 = none */
 } bp_config;
 
 /* The defaults (docs/DYNAMIC.md). */

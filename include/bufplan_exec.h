@@ -88,7 +88,9 @@ typedef struct bp_exec_options {
     int check_hashes;        /* hash every input as it is read and every output as it
                                 is written (what bp_exec_verify compares) */
     int time_allocs;         /* measure the time spent in ALLOC / FREE (run stats) */
-    const bp_pool_options *pool;   /* options of the pool; NULL = defaults */
+    const bp_pool_options *pool;   /* options of the pool; NULL = defaults.  Its max_bytes
+                                      also caps the inputs' and weights' pool and, with
+                                      dynamic_malloc, the bytes malloc'd at once */
     const bp_plan_options *plan;   /* DYNAMIC / SAFE without a plan: how to order the ops
                                       (NULL = defaults) */
     int64_t max_loop_trips;        /* control flow: at most this many iterations of a Loop

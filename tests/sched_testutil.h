@@ -59,6 +59,7 @@ static inline bp_graph *rg_make(unsigned long long *rs, const rg_opts *ro)
             if (i == 0 && (test_rand(rs) % 2)) b = in_bytes; /* same size as input 0: in-place candidates */
             if (i == 0 && ro->same_sizes && !strcmp(type, "Reshape")) b = in_bytes;
             if (i == 0 && !ro->same_sizes && !strcmp(type, "aten.slice") && in_bytes) b = in_bytes / 2;
+            if (i == 0 && (!strcmp(type, "Reshape") || !strcmp(type, "aten.slice")) && b > in_bytes) b = in_bytes; /* a view fits its root */
             snprintf(name, sizeof name, "t%d_%d", k, i);
             CHECK_OK(bp_graph_add_tensor(g, name, b, &id, &err), err);
             outs[i] = id;
@@ -71,6 +72,7 @@ static inline bp_graph *rg_make(unsigned long long *rs, const rg_opts *ro)
             /* explicit view: of an input of this op (well-formed) or of anything */
             int32_t src = ro->wild_views ? tens[test_rand(rs) % nt] : ins[test_rand(rs) % nin];
             if (ro->same_sizes && bp_graph_tensor_bytes(g, src) != bp_graph_tensor_bytes(g, outs[0])) src = -1;
+            if (src >= 0 && bp_graph_tensor_bytes(g, src) < bp_graph_tensor_bytes(g, outs[0])) src = -1; /* no view larger than its root */
             if (src >= 0) CHECK_OK(bp_graph_set_view(g, outs[0], src, &err), err);
         }
         if (test_rand(rs) % 6 == 0) {

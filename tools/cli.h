@@ -49,6 +49,7 @@ typedef struct cli_graph_opts {
     double max_seconds;       /* 0: no limit */
     const char *engine;       /* --engine NAME|FILE: the target engine's profile */
     bp_engine *engine_obj;    /* loaded by cli_engine_load, freed by cli_graph_free */
+    uint64_t max_run_bytes;   /* --limit max_run_bytes=N: what `run` may reserve; 0: the machine's memory */
 } cli_graph_opts;
 
 /* If argv[*i] is a graph-loading option, consumes it (and its value) and
@@ -76,6 +77,9 @@ bp_status cli_reserve_bodies(bp_graph *g, const bp_plan_options *po, bp_error *e
  * stats puts no tensor in the arena (only the counts are read); BP_OK
  * otherwise.  For commands whose output would be empty. */
 bp_status cli_check_planned(const bp_graph *g, const bp_plan_stats *st, const char *path, bp_error *err);
+/* The bytes `run` may reserve (its pools' max_bytes): --limit max_run_bytes,
+ * else the machine's physical memory, and at most --max-memory. */
+uint64_t cli_run_bytes(const cli_graph_opts *go);
 /* "1.5 MiB" (powers of 1024) into buf. */
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t cap);
 bool cli_is_help(const char *a);

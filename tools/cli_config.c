@@ -84,3 +84,12 @@ int cli_config_opt(bp_config *cfg, int argc, char **argv, int *i, const char *cm
     }
     return 0;
 }
+
+void cli_config_limits(cli_graph_opts *go, const bp_config *before, const bp_config *after)
+{
+    if (!memcmp(&go->lim, &before->limits, sizeof go->lim)) go->lim = after->limits;
+    if (go->max_run_bytes == before->max_run_bytes) go->max_run_bytes = after->max_run_bytes;
+    if (go->max_memory == before->max_memory) go->max_memory = after->max_memory;
+    if (go->max_seconds == before->max_seconds) go->max_seconds = after->max_seconds;
+    go->have_lim = true;
+}

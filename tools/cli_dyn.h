@@ -19,6 +19,12 @@ int cli_config_prescan(bp_config *cfg, int argc, char **argv, const char *cmd);
  * config and returns 1; 0 if not one; -1 after printing a bad value.
  * Planner flags (-s, -a, --alpha ...) go through cli_plan_opt(&cfg->plan). */
 int cli_config_opt(bp_config *cfg, int argc, char **argv, int *i, const char *cmd);
+/* The config's limits ("limits", "max_memory", "max_seconds") into go where
+ * go still holds what `before` says (no --limit / --max-memory /
+ * --max-seconds flag changed it): call with before = the defaults before
+ * the flags, and again after them with the config as the prescan left it,
+ * so flags win and --set KEY=... counts as a flag. */
+void cli_config_limits(cli_graph_opts *go, const bp_config *before, const bp_config *after);
 extern const char cli_config_opts_help[];
 
 /* cli_buckets.c: rounds every --dim SYM=V whose symbol has buckets in cfg up

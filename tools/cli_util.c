@@ -82,7 +82,7 @@ const char cli_graph_opts_help[] =
     "  --limit KEY=N          a resource limit for untrusted input (repeatable):\n"
     "                         max_tensors max_ops max_name_len max_rank max_json_depth\n"
     "                         max_proto_depth max_tensor_bytes max_total_bytes\n"
-    "                         max_file_bytes (docs/CLI.md)\n"
+    "                         max_file_bytes max_run_bytes (docs/CLI.md)\n"
     "  --max-memory BYTES     a heap cap: every allocation for the graph and what is\n"
     "                         derived from it past BYTES fails as \"out of memory\"\n"
     "  --max-seconds S        end the whole command after S seconds (exit 2)\n"
@@ -168,6 +168,17 @@ static void start_deadline(double s)
     setitimer(ITIMER_REAL, &it, NULL);
 }
 
+uint64_t cli_run_bytes(const cli_graph_opts *go)
+{
+    uint64_t cap = go->max_run_bytes;
+    if (!cap) {
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        cap = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+    }
+    if (go->max_memory && (!cap || go->max_memory < cap)) cap = go->max_memory;
+    return cap;
+}
+
 void cli_graph_opts_init(cli_graph_opts *go)
 {
     memset(go, 0, sizeof *go);
@@ -185,6 +196,7 @@ static int limit_opt(cli_graph_opts *go, const char *v, const char *cmd)
         return -1;
     }
     size_t kl = (size_t)(eq - v), k = 0;
+    if (kl == 13 && !strncmp(v, "max_run_bytes", kl)) { go->max_run_bytes = n; return 1; }   /* the CLI's own */
     while (k < sizeof keys / sizeof keys[0] && (strlen(keys[k]) != kl || strncmp(v, keys[k], kl))) k++;
     bp_limits *l = &go->lim;
     uint64_t *u64[] = {&l->max_tensors, &l->max_ops, &l->max_name_len, NULL, NULL, NULL, &l->max_tensor_bytes,
@@ -192,7 +204,7 @@ static int limit_opt(cli_graph_opts *go, const char *v, const char *cmd)
     uint32_t *u32[] = {NULL, NULL, NULL, &l->max_rank, &l->max_json_depth, &l->max_proto_depth, NULL, NULL, NULL};
     if (k == sizeof keys / sizeof keys[0]) {
         cli_usage_error(cmd, "--limit %.*s: unknown limit (max_tensors max_ops max_name_len max_rank max_json_depth "
-                             "max_proto_depth max_tensor_bytes max_total_bytes max_file_bytes)", (int)kl, v);
+                             "max_proto_depth max_tensor_bytes max_total_bytes max_file_bytes max_run_bytes)", (int)kl, v);
         return -1;
     }
     if (u32[k] && n > (k == 3 ? 255u : UINT32_MAX)) { cli_usage_error(cmd, "--limit %s: too large", v); return -1; }

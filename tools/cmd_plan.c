@@ -109,6 +109,10 @@ int cmd_plan(int argc, char **argv)
     po = cfg.plan;
     cli_graph_opts go;
     cli_graph_opts_init(&go);
+    bp_config cfg0, dflt;   /* the config's limits, then flags over them */
+    bp_config_init(&dflt);
+    cli_config_limits(&go, &dflt, &cfg);
+    cfg0 = cfg;
     const char *out = NULL, *format = NULL;
     int no_verify = 0, quiet = 0, sweep = 0;
     uint64_t points = 11;
@@ -139,6 +143,7 @@ int cmd_plan(int argc, char **argv)
         else return cli_usage_error("plan", "one graph at a time (got %s and %s)", go.path, a);
     }
     if (!go.path) return cli_usage_error("plan", "missing GRAPH");
+    cli_config_limits(&go, &cfg0, &cfg);   /* --set limits=..., max_memory=..., max_seconds=... */
     if (!format) format = out ? "json" : "text";
     if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "csv"))
         return cli_usage_error("plan", "--format must be text, json or csv, not \"%s\"", format);

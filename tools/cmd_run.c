@@ -52,6 +52,15 @@ static const char run_help[] =
     "                         the configuration (bufplan config --help); buckets\n"
     "                         round --dim values up (and the shapes of --shapes)\n";
 
+/* cli_fail, and for a run past its byte limit how to raise it. */
+static int run_fail(bp_error *e)
+{
+    size_t L = strlen(e->msg);
+    if (e->status == BP_ERR_EXHAUSTED && L + 1 < sizeof e->msg)
+        snprintf(e->msg + L, sizeof e->msg - L, "; run may reserve at most --limit max_run_bytes=N (default: the machine's memory)");
+    return cli_fail(e);
+}
+
 typedef struct run_spin { double us; } run_spin;
 
 static int run_spin_kernel(void *user, const bp_exec_call *c, bp_error *err)
@@ -174,10 +183,11 @@ int cmd_run(int argc, char **argv)
     bp_pool_options pool_opt;
     bp_pool_options_init(&pool_opt);
     pool_opt.learn = learn;
-    if (learn) eo.pool = &pool_opt;
+    pool_opt.max_bytes = cli_run_bytes(&go);   /* a tiny graph cannot make the run take all memory */
+    eo.pool = &pool_opt;
     eo.history = history != NULL;
     eo.time_allocs = 1;
-    if ((s = bp_exec_new(g, p, &eo, &ex, &e))) { rc = cli_fail(&e); goto out; }
+    if ((s = bp_exec_new(g, p, &eo, &ex, &e))) { rc = run_fail(&e); goto out; }
     bp_digest_options dopt = {kernel_us, -1};
     run_spin spin = {kernel_us};
     if (!strcmp(kernel, "digest")) bp_exec_set_kernel(ex, bp_digest_kernel, &dopt);
@@ -198,7 +208,7 @@ int cmd_run(int argc, char **argv)
     double best = 0, total = 0;
     bp_exec_run_stats st;
     for (uint64_t k = 0; k < repeat; k++) {
-        if ((s = bp_exec_run(ex, &st, &e))) { rc = cli_fail(&e); goto out; }
+        if ((s = bp_exec_run(ex, &st, &e))) { rc = run_fail(&e); goto out; }
         printf("run %" PRIu64 ": %.3f ms, %.1f ns/op, %" PRIu64 " allocs, %" PRIu64 " frees, alloc time %.3f ms (%.2f%%)\n",
                k + 1, st.seconds * 1e3, st.n_ops ? st.seconds * 1e9 / (double)st.n_ops : 0.0, st.n_allocs, st.n_frees,
                st.alloc_seconds * 1e3, st.seconds > 0 ? 100.0 * st.alloc_seconds / st.seconds : 0.0);

@@ -16,7 +16,7 @@
 #include "core/internal.h"
 
 #ifdef BP_FAULT_INJECTION
-#include <jansson.h>
+#include "core/json_io.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,7 +30,12 @@ bool bp__fault_fail(void)
     return fault_target && k == fault_target;
 }
 
-static void *fault_json_malloc(size_t n) { return bp__fault_fail() ? NULL : malloc(n); }
+static void *fault_json_malloc(size_t n)
+{
+    void *p = bp__fault_fail() ? NULL : malloc(n);
+    if (!p) bp__json_note_oom(n);
+    return p;
+}
 
 static void fault_report(void)
 {

@@ -25,6 +25,12 @@ bp_status bp__json_load_text_lim(const char *text, size_t len, const char *file,
  * first key of obj not in known[] (NULL-terminated); BP_OK when all are. */
 bp_status bp__json_check_keys(const json_t *obj, const char *const *known, const char *file, const char *where,
                               bp_error *err);
+/* Records that jansson failed to allocate n bytes on this thread (and sets
+ * errno to ENOMEM): the loader then reports "out of memory" (json_load.c).
+ * For allocation hooks of test builds (fault.c).  json_oom.c. */
+void bp__json_note_oom(size_t n);
+/* The size recorded on this thread since the last call (0: none), cleared. */
+size_t bp__json_take_oom(void);
 /* "a string", "an integer", ... for messages. */
 const char *bp__json_type(const json_t *v);
 

@@ -4,12 +4,61 @@
  * pre-scan (depth, size) before jansson's recursive parser, files fed in
  * chunks so the text is never held next to the tree, and parse errors as
  * "FILE:LINE:COL:" naming, for an integer too large, the object it is in.
+ *
+ * Out of memory inside jansson is not malformed input: jansson reports a
+ * failed allocation in its lexer as "invalid token" or "line -1:-1".  So a
+ * failed parse is "out of memory" when jansson's allocator failed during
+ * it: jansson's malloc is hooked once per process (json_set_alloc_funcs,
+ * only while jansson still has its defaults, so a host program's own
+ * functions are left alone) with a wrapper that records, per thread, the
+ * size of the request that failed; without the hook, errno == ENOMEM from
+ * libc's malloc is the sign.  docs/design/json_oom.md says why this, the
+ * one process-wide setting the library makes, is acceptable.
  */
 #include "core/json_io.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void *jl_malloc(size_t n)
+{
+    void *p = malloc(n);
+    if (!p) bp__json_note_oom(n);
+    return p;
+}
+
+static pthread_once_t jl_hook_once = PTHREAD_ONCE_INIT;
+
+static void jl_hook_install(void)
+{
+    json_malloc_t m;
+    json_free_t f;
+    json_get_alloc_funcs(&m, &f);
+    if (m == malloc && f == free) json_set_alloc_funcs(jl_malloc, free);
+}
+
+/* Before a parse: the hook in place, nothing recorded. */
+static void jl_begin(void)
+{
+    pthread_once(&jl_hook_once, jl_hook_install);
+    bp__json_take_oom();
+    errno = 0;
+}
+
+/* After a failed parse: BP_ERR_NOMEM with the request that failed when
+ * jansson ran out of memory; BP_OK otherwise. */
+static bp_status jl_oom(const json_error_t *je, const char *file, bp_error *err)
+{
+    size_t n = bp__json_take_oom();
+    bool oom = n || errno == ENOMEM || json_error_code(je) == json_error_out_of_memory;
+    if (!oom) return BP_OK;
+    char at[48] = "";
+    if (je->position > 0) snprintf(at, sizeof at, " (at byte %d of the text)", je->position);
+    if (n) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory parsing JSON: the parser could not allocate %zu bytes%s", file, n, at);
+    return bp__err(err, BP_ERR_NOMEM, "%s: out of memory parsing JSON%s", file, at);
+}
 
 const char *bp__json_type(const json_t *v)
 {
@@ -79,7 +128,6 @@ static int json_enclosing_name(const char *text, size_t len, size_t pos, const c
 static bp_status json_parse_error(const json_error_t *je, const char *file, const char *text, size_t len, bp_error *err)
 {
     enum json_error_code code = json_error_code(je);
-    if (code == json_error_out_of_memory) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory parsing JSON", file);
     if (code == json_error_numeric_overflow && strstr(je->text, "integer")) {
         const char *nm;
         size_t nl;
@@ -109,8 +157,11 @@ bp_status bp__json_load_text_lim(const char *text, size_t len, const char *file,
     *root = NULL;
     if (!bp__json_scan_feed(&sc, text, len)) return bp__json_scan_error(&sc, file, err);
     json_error_t je;
+    jl_begin();
     *root = json_loadb(text, len, JL_FLAGS, &je);
-    return *root ? BP_OK : json_parse_error(&je, file, text, len, err);
+    if (*root) return BP_OK;
+    bp_status s = jl_oom(&je, file, err);
+    return s ? s : json_parse_error(&je, file, text, len, err);
 }
 
 /* Each chunk passes the limits scan on its way to jansson. */
@@ -138,11 +189,16 @@ bp_status bp__json_load_file_lim(const char *path, const bp_allocator *a, const 
     if (!r.f) return bp__err(err, BP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     bp__json_scan_init(&r.sc, lim);
     json_error_t je;
+    jl_begin();
     *root = json_load_callback(jl_read_chunk, &r, JL_FLAGS, &je);
+    int saved_errno = errno;
     if (!is_stdin) fclose(r.f);
     if (r.failed == 2) { json_decref(*root); *root = NULL; return bp__json_scan_error(&r.sc, path, err); }
     if (r.failed) { json_decref(*root); *root = NULL; return bp__err(err, BP_ERR_IO, "%s: read error", path); }
     if (*root) return BP_OK;
+    errno = saved_errno;
+    bp_status so = jl_oom(&je, path, err);
+    if (so) return so;
     /* Only for an integer too large: read the text again to name the
      * tensor or op it belongs to. */
     if (json_error_code(&je) == json_error_numeric_overflow && !is_stdin) {

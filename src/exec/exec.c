@@ -92,6 +92,11 @@ static bp_status ex_storage_alloc(bp_exec *ex, int32_t r, int thr, bp__exec_loca
     void *p = NULL;
     uint64_t got = need;
     if (ex->o.dynamic_malloc) {
+        uint64_t cap = ex->o.pool ? ex->o.pool->max_bytes : 0, cur = atomic_load_explicit(&ex->cur_bytes, memory_order_relaxed);
+        if (cap && (cur > cap || need > cap - cur))   /* the pool's byte limit holds for malloc too */
+            return bp__err(err, BP_ERR_EXHAUSTED, "%s: tensor \"%s\": %llu bytes would take the run past its limit of %llu bytes (%llu in use)",
+                           ex->g->name, bp_graph_tensor_name(ex->g, r), (unsigned long long)need, (unsigned long long)cap,
+                           (unsigned long long)cur);
         p = malloc(need ? (size_t)need : 1);
         if (!p) return bp__err(err, BP_ERR_NOMEM, "%s: tensor \"%s\": malloc of %llu bytes failed", ex->g->name,
                                bp_graph_tensor_name(ex->g, r), (unsigned long long)need);
@@ -603,6 +608,8 @@ static bp_status ex_setup_memory(bp_exec *ex, bp_error *err)
         ex->view_src[t] = bp__etab_view_source(g, &et, t);
     }
     bp__etab_free(g, &et);
+    bp_status cs = bp__exec_clamp_views(g, ex->tbytes, err);   /* broadcast views: the root's bytes */
+    if (cs) return cs;
     if (!EX_ARR(ex, ex->voff, nt) || !EX_ARR(ex, ex->inside, nt)) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
     bp__exec_slices_fill(ex);
     /* kinds, per root */
@@ -651,7 +658,7 @@ static bp_status ex_setup_memory(bp_exec *ex, bp_error *err)
     bp_pool_options xo;
     bp_pool_options_init(&xo);
     xo.alloc = &ex->a;
-    if (ex->o.pool) { xo.backend = ex->o.pool->backend; xo.alignment = ex->o.pool->alignment; }
+    if (ex->o.pool) { xo.backend = ex->o.pool->backend; xo.alignment = ex->o.pool->alignment; xo.max_bytes = ex->o.pool->max_bytes; }
     if ((s = bp_pool_new(&xo, &ex->xpool, err))) return s;
     /* storage sizes; fixed buffers (and planned inputs' staging copies) are
      * carved from one slab per pool: two allocations, whatever the count */

@@ -145,5 +145,8 @@ static inline bool bp__exec_is_tenant(const bp_exec *ex, int32_t t)
 /* slices.c: fills ex->voff and ex->inside (both allocated, nt entries)
  * from the plan, after ex->root. */
 void bp__exec_slices_fill(bp_exec *ex);
+/* views.c: caps each broadcast view's tbytes[] at its root's bytes (it
+ * never reads past them); BP_ERR_NOMEM on allocation failure. */
+bp_status bp__exec_clamp_views(const bp_graph *g, uint64_t *tbytes, bp_error *err);
 
 #endif /* BP_EXEC_INTERNAL_H */

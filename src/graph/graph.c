@@ -266,7 +266,7 @@ bp_status bp_graph_bind_dim(bp_graph *g, const char *sym, int64_t value, bp_erro
             if (s) return s;
         }
     }
-    return BP_OK;
+    return g->finalized ? bp__check_view_bytes(g, err) : BP_OK;   /* a bound view still fits its root */
 }
 
 static bool valid_tensor(const bp_graph *g, int32_t t) { return t >= 0 && (size_t)t < g->n_t; }
@@ -610,6 +610,7 @@ bp_status bp_graph_finalize(bp_graph *g, bp_error *err)
     g->finalized = true;
     if (qt < no) s = report_cycle(g, indeg, err);
     if (!s) s = bodies_check(g, err);
+    if (!s) s = bp__check_view_bytes(g, err);
     if (s) bp__graph_unfinalize(g);
     bp__free(a, indeg, no * sizeof *indeg);
     bp__free(a, queue, no * sizeof *queue);

@@ -161,6 +161,20 @@ bool bp__split_layout(const bp_graph *g, int32_t op, uint64_t *offs);
  * slices of the output (st->off and st->cat allocated and filled, st->root
  * updated; every root path stays flat). */
 bp_status bp__concat_merge(const bp_graph *g, bp__storage *st, bp_error *err);
+/* Each tensor's view root (the end of its view chain, or itself) into
+ * root[n_t], and into bcast[n_t] whether its chain passes through a
+ * broadcast view (aten.expand, aten.as_strided), which may claim more bytes
+ * than its root; O(T) (view_bytes.c).  Needs the type classes finalize
+ * builds and acyclic op views. */
+bp_status bp__view_roots(const bp_graph *g, int32_t *root, uint8_t *bcast, bp_error *err);
+/* bp__view_roots into arrays allocated with the graph's allocator (freed
+ * by bp__view_info_free; nothing is left allocated on an error). */
+typedef struct bp__view_info { int32_t *root; uint8_t *bcast; } bp__view_info;
+bp_status bp__view_info_build(const bp_graph *g, bp__view_info *vi, bp_error *err);
+void bp__view_info_free(const bp_graph *g, bp__view_info *vi);
+/* BP_ERR_INVALID naming both tensors when a view that is no broadcast view
+ * claims more bytes than its root (sizes known on both sides). */
+bp_status bp__check_view_bytes(const bp_graph *g, bp_error *err);
 
 /* BP_ERR_LIMIT when the tensors' bytes add up to more than
  * g->lim.max_total_bytes (so the planners' sums cannot overflow). */

@@ -170,8 +170,13 @@ bp_status bp__ox_inf_range(bp__ox_op *x)
     } else {
         int64_t s0 = vs->i[0], l0 = vl->i[0], d0 = vd->i[0];
         if (d0 == 0) return bp__ox_bad(x, "delta is 0");
-        double c = ceil(((double)l0 - (double)s0) / (double)d0);
-        n = c > 0 ? bp__ox_f2i(c) : 0;
+        /* exact: the distance and the step as unsigned magnitudes */
+        bool up = d0 > 0;
+        uint64_t dist = up ? (l0 > s0 ? (uint64_t)l0 - (uint64_t)s0 : 0) : (s0 > l0 ? (uint64_t)s0 - (uint64_t)l0 : 0);
+        uint64_t step = up ? (uint64_t)d0 : (uint64_t)(-(d0 + 1)) + 1;
+        uint64_t c = dist / step + (dist % step != 0);
+        if (c > (uint64_t)INT64_MAX) return bp__ox_bad(x, "its length is too large (over 2^63-1)");
+        n = (int64_t)c;
     }
     bp_status s = bp__ox_set_out(x, 0, dt, 1, &n);
     if (s || n > BP__OX_VALUE_LIMIT) return s;
@@ -179,7 +184,7 @@ bp_status bp__ox_inf_range(bp__ox_op *x)
     if (!w) return bp__err(x->err, BP_ERR_NOMEM, "%s: out of memory", x->c->file);
     for (int64_t i = 0; i < n; i++) {
         if (fl) w->f[i] = bp__ox_val_f(vs, 0) + (double)i * bp__ox_val_f(vd, 0);
-        else { w->i[i] = vs->i[0] + i * vd->i[0]; w->s[i] = -1; }
+        else { w->i[i] = (int64_t)((uint64_t)vs->i[0] + (uint64_t)i * (uint64_t)vd->i[0]); w->s[i] = -1; }   /* in [start, limit): no overflow */
     }
     s = bp__ox_fold_set(x, 0, fl && bp__ox_is_float_dt(dt), (size_t)n, w);
     bp__free(x->c->a, w, sizeof *w);

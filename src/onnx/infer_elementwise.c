@@ -196,6 +196,7 @@ bp_status bp__ox_inf_nary(bp__ox_op *x)
 {
     int n = x->nd->n_in;
     int32_t ids[256];
+    if (n < 1) return bp__ox_bad(x, "it has no inputs (it needs at least one)");
     if (n > 256) n = 256;
     for (int i = 0; i < n; i++) ids[i] = bp__ox_in(x, i);
     int code = binop_code(x->op);

@@ -141,9 +141,10 @@ bp_status bp__ox_inf_split(bp__ox_op *x)
             if ((int)n != no) return bp__ox_bad(x, "split has %zu entries for %d outputs", n, no);
             d[ax] = sp[i];
         } else if (!have && D >= 0) {
-            int64_t chunk = (D + no - 1) / no;
+            int64_t chunk = D / no + (D % no != 0);   /* not D + no - 1: D may be INT64_MAX */
             if (x->opset < 18 && D % no) return bp__ox_bad(x, "dimension %lld does not split evenly into %d outputs", (long long)D, no);
             d[ax] = i < no - 1 ? chunk : D - chunk * (no - 1);
+            if (d[ax] < 0) return bp__ox_bad(x, "dimension %lld does not split into %d outputs", (long long)D, no);
         } else {
             BP__OX_FRESH(d[ax], i, (int)ax);
         }
@@ -160,11 +161,11 @@ static int64_t slice_len(int64_t D, int64_t st, int64_t en, int64_t step)
     if (step > 0) {
         st = st < 0 ? (st < -D ? 0 : st + D) : (st > D ? D : st);
         en = en < 0 ? (en < -D ? 0 : en + D) : (en > D ? D : en);
-        return en > st ? (en - st + step - 1) / step : 0;
+        return en > st ? (en - st) / step + ((en - st) % step != 0) : 0;   /* ceil, without en - st + step overflowing */
     }
     st = st < 0 ? (st < -D ? -1 : st + D) : (st > D - 1 ? D - 1 : st);
     en = en < 0 ? (en < -D ? -1 : en + D) : (en > D - 1 ? D - 1 : en);
-    return st > en ? (st - en + (-step) - 1) / (-step) : 0;
+    return st > en ? (st - en) / -step + ((st - en) % -step != 0) : 0;
 }
 
 static int64_t slice_start(int64_t D, int64_t st, int64_t step)

@@ -199,7 +199,7 @@ bp_status bp__ox_inf_unsqueeze(bp__ox_op *x)
     if (!have) return bp__ox_bad(x, "no axes");
     int32_t at = bp__ox_in(x, 1);
     if (r >= 0 && !known && x->opset >= 13 && bp__ox_rank(x, at) == 1 && bp__ox_shape(x, at)[0] >= 0 &&
-        r + bp__ox_shape(x, at)[0] <= MR) {
+        bp__ox_shape(x, at)[0] <= MR - r) {   /* no r + count: the count may be near INT64_MAX */
         /* axes not known, their count is: the rank is, the dims are not */
         int64_t d[MR] = {0};
         for (int i = 0; i < r + (int)bp__ox_shape(x, at)[0]; i++) BP__OX_FRESH(d[i], 0, i);

@@ -207,11 +207,13 @@ static inline void bp__ox_scratch_take(bp__ox_scratch *w, size_t o, const bp__ox
     w->i[o] = v->i[src];
     w->s[o] = bp__ox_val_has_sym(v, src) ? v->sym[src] : -1;
 }
-/* Value element k as a dimension code (a symbol or a number). */
+static inline int64_t bp__ox_f2i(double f);
+/* Value element k as a dimension code (a symbol or a number; a float out of
+ * int64's range saturates, and is then refused as a dimension). */
 static inline int64_t bp__ox_val_dim(const bp__ox_val *v, uint32_t k)
 {
     if (bp__ox_val_has_sym(v, k)) return -(int64_t)v->sym[k] - 1;
-    return v->is_float ? (int64_t)v->f[k] : v->i[k];
+    return v->is_float ? bp__ox_f2i(v->f[k]) : v->i[k];
 }
 /* Value element k as a double. */
 static inline double bp__ox_val_f(const bp__ox_val *v, uint32_t k) { return v->is_float ? v->f[k] : (double)v->i[k]; }

@@ -43,6 +43,7 @@ void bp_config_init(bp_config *c)
     c->dynamic_policy = BP_DYN_CONSERVATIVE;
     c->compaction_interval = 4096;   /* the pool's default */
     c->cache_verify = 0;   /* the structural checks always run; bp_verify on request */
+    bp_limits_init(&c->limits);
 }
 
 /* ----------------------------------------------------------------- presets */
@@ -278,16 +279,65 @@ bool bp_parse_bytes(const char *s, uint64_t *out)
     return true;
 }
 
-static bp_status set_budget(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
+static bp_status get_bytes(const char *w, const char *k, json_t *v, uint64_t *out, bp_error *err)
 {
     if (json_is_integer(v)) {
         if (json_integer_value(v) < 0) return cfg_range(err, w, k, "a byte count must not be negative");
-        c->plan.budget = (uint64_t)json_integer_value(v);
+        *out = (uint64_t)json_integer_value(v);
         return BP_OK;
     }
     if (!json_is_string(v)) return cfg_bad(err, w, k, "a byte count (an integer or a string such as \"2G\")", v);
-    if (!bp_parse_bytes(json_string_value(v), &c->plan.budget))
+    if (!bp_parse_bytes(json_string_value(v), out))
         return bp__err(err, BP_ERR_INVALID, "%s: key \"%s\": \"%s\" is not a byte count", w, k, json_string_value(v));
+    return BP_OK;
+}
+
+static bp_status set_budget(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
+{
+    return get_bytes(w, k, v, &c->plan.budget, err);
+}
+
+static bp_status set_max_memory(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
+{
+    return get_bytes(w, k, v, &c->max_memory, err);
+}
+
+static bp_status set_max_seconds(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
+{
+    return get_num(w, k, v, 0, 1e6, &c->max_seconds, err);
+}
+
+/* "limits": an object {"KEY": N, ...} (N an integer or a byte string), or,
+ * from a flag, "KEY=N,KEY=N".  Keys not named keep their values. */
+static bp_status set_limits(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
+{
+    if (json_is_string(v)) {
+        const char *p = json_string_value(v);
+        while (*p) {
+            const char *eq = strchr(p, '='), *end = strchr(p, ',');
+            if (!end) end = p + strlen(p);
+            char num[32];
+            uint64_t n;
+            if (!eq || eq > end || (size_t)(end - eq - 1) >= sizeof num)
+                return bp__err(err, BP_ERR_INVALID, "%s: key \"%s\": expected KEY=N[,KEY=N...], got \"%s\"", w, k, json_string_value(v));
+            memcpy(num, eq + 1, (size_t)(end - eq - 1));
+            num[end - eq - 1] = 0;
+            if (!bp_parse_bytes(num, &n)) return bp__err(err, BP_ERR_INVALID, "%s: key \"%s\": \"%s\" is not a number", w, k, num);
+            bp_status s = bp__config_set_limit(c, w, p, (size_t)(eq - p), n, err);
+            if (s) return s;
+            p = *end ? end + 1 : end;
+        }
+        return BP_OK;
+    }
+    if (!json_is_object(v)) return cfg_bad(err, w, k, "an object {\"max_ops\": N, ...}", v);
+    const char *name;
+    json_t *x;
+    json_object_foreach(v, name, x) {
+        uint64_t n = 0;
+        bp_status s = get_bytes(w, name, x, &n, err);
+        if (!s) s = bp__config_set_limit(c, w, name, strlen(name), n, err);
+        if (s) return s;
+    }
     return BP_OK;
 }
 
@@ -456,6 +506,9 @@ static const cfg_key cfg_keys[] = {
     {"cache_verify", CT_BOOL, set_cache_verify},
     {"concat_inplace", CT_BOOL, set_concat_inplace},
     {"engine", CT_STR, set_engine},
+    {"limits", CT_OBJ, set_limits},
+    {"max_memory", CT_BYTES, set_max_memory},
+    {"max_seconds", CT_NUM, set_max_seconds},
 };
 #define CFG_N_KEYS (sizeof cfg_keys / sizeof cfg_keys[0])
 
@@ -463,7 +516,7 @@ static const char *const cfg_key_names[] = {
     "format", "version", "preset", "scheduler", "alpha", "beta", "time_limit", "budget", "assigner",
     "alignment", "seed", "alias", "plan_inputs", "plan_constants", "fence_aware", "replan",
     "warmup_runs", "dynamic_policy", "buckets", "compaction_interval", "threads", "cache_dir",
-    "cache_verify", "concat_inplace", "engine", NULL,
+    "cache_verify", "concat_inplace", "engine", "limits", "max_memory", "max_seconds", NULL,
 };
 
 const char *const *bp_config_keys(void) { return cfg_key_names; }
@@ -619,7 +672,9 @@ bp_status bp_config_write_json(const bp_config *c, FILE *f, bp_error *err)
     fprintf(f, ",\n  \"concat_inplace\": %s", p->concat_inplace ? "true" : "false");
     fputs(",\n  \"engine\": ", f);
     if (c->engine[0]) bp__json_str(f, c->engine); else fputs("null", f);
-    fputs("\n}\n", f);
+    fputs(",\n  \"limits\": ", f);
+    bp__config_write_limits(c, f);
+    fprintf(f, ",\n  \"max_memory\": %" PRIu64 ",\n  \"max_seconds\": %s\n}\n", c->max_memory, bp__fmt_double(d1, c->max_seconds));
     if (ferror(f)) return bp__err(err, BP_ERR_IO, "config: write error");
     return BP_OK;
 }

@@ -92,4 +92,10 @@ bp_status bp__plan_fallback_reference(const bp_graph *g, const bp_plan_options *
 bool bp__verify_copies(const bp_graph *g, const bp_plan *p, const int32_t *rep, const uint64_t *soff, const uint64_t *ssize,
                        void (*why)(void *ctx, const char *msg), void *ctx);
 
+/* config_limits.c: sets the limit `key` (key_len bytes; a bp_limits field or
+ * max_run_bytes) of a config to n, BP_ERR_INVALID naming `where` for an
+ * unknown key or a value out of range; writes the "limits" object. */
+bp_status bp__config_set_limit(bp_config *c, const char *where, const char *key, size_t key_len, uint64_t n, bp_error *err);
+void bp__config_write_limits(const bp_config *c, FILE *f);
+
 #endif /* BP_PLAN_INTERNAL_H */

@@ -5,9 +5,10 @@
  * 1. the schedule is a permutation of the ops and topological;
  * 2. true lifetimes (own code, not lifetime.c) are covered by the plan's
  *    [first, last]; sizes and kinds agree with the graph;
- * 3. storages: view groups come from the graph (view_of, view op types);
- *    tensors at an offset in another's storage (Concat slices, Split
- *    outputs) are checked by verify_slices.c;
+ * 3. storages: view groups come from the graph (view_of, view op types),
+ *    no view larger than its root unless it is a broadcast view; tensors at
+ *    an offset in another's storage (Concat slices, Split outputs) are
+ *    checked by verify_slices.c;
  *    every other alias_of claim is an in-place write, accepted only when the
  *    op producing the claimant reads the storage, nothing reads that storage
  *    at a later step, it holds no graph output, it is in the arena, and
@@ -345,6 +346,24 @@ static void vf_views(vctx *v, vdata *d)
                    p->tp[t].offset == BP_NO_OFFSET ? -1LL : (long long)p->tp[t].offset,
                    p->tp[r].offset == BP_NO_OFFSET ? -1LL : (long long)p->tp[r].offset);
     }
+}
+
+/* 3a'. A view in the arena holds no more bytes than its root, unless it is
+ * a broadcast view (graph/view_bytes.c: aten.expand, aten.as_strided and
+ * views of them). */
+static bp_status vf_view_bytes(vctx *v, vdata *d)
+{
+    bp__view_info vi;
+    bp_status s = bp__view_info_build(v->g, &vi, v->err);
+    if (s) return s;
+    for (size_t t = 0; t < d->nt; t++) {
+        int32_t r = d->vroot[t];
+        if (r == (int32_t)t || vi.bcast[t] || v->p->tp[t].offset == BP_NO_OFFSET || vf_bytes(v, (int32_t)t) <= d->ssize[r]) continue;
+        reason(v, "tensor \"%s\" (%llu bytes) is a view of \"%s\" (%llu bytes) and larger than it", TN((int32_t)t),
+               (unsigned long long)vf_bytes(v, (int32_t)t), TN(r), (unsigned long long)d->ssize[r]);
+    }
+    bp__view_info_free(v->g, &vi);
+    return BP_OK;
 }
 
 /* 3b. In-place claims, in step order of the claimant's producer: the op
@@ -698,6 +717,7 @@ bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err)
     vf_schedule(v, &d);
     if (!v->n_reasons) vf_tensors(v, &d);
     if (!v->n_reasons) vf_views(v, &d);
+    if (!v->n_reasons && (st = vf_view_bytes(v, &d)) != BP_OK) goto out;
     if (!v->n_reasons) {
         bp__vslices vs = {g, p, d.vroot, d.par, d.sfirst, d.slast, d.sout, d.ssize, vf_reason_cb, v};
         if ((st = bp__verify_slices(&vs)) != BP_OK) { st = bp__err(err, st, "%s: out of memory verifying", g->name); goto out; }

@@ -106,4 +106,21 @@ for k in chain diamond resnet50 unet "transformer --layers 2 --seq 128" randwire
     [ -n "$got" ] && [ -n "$base" ] && [ "$got" -le "$base" ] || bad "preset $preset on $k: arena ${got:-?} above the defaults' ${base:-?}"
   done
 done
+# resource limits as config keys: "limits" (the --limit keys), "max_memory",
+# "max_seconds"; shown by --show, used by plan, and a flag wins over the file
+"$CLI" gen chain --nodes 2000 -o "$tmp/lc.json" || bad "gen lc"
+printf '{"limits": {"max_ops": 100, "max_run_bytes": "1G"}, "max_memory": "64M", "max_seconds": 600}\n' > "$tmp/lim.json"
+"$CLI" config --show --config "$tmp/lim.json" >"$tmp/lim.out" || bad "config --show of limits"
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); assert c["limits"]["max_ops"] == 100 and c["limits"]["max_run_bytes"] == 1 << 30 and c["limits"]["max_rank"] == 64 and c["max_memory"] == 64 << 20 and c["max_seconds"] == 600, c' "$tmp/lim.out" || bad "--show: limits not as the file says"
+expect_msg 2 "over the limits" "$CLI" plan "$tmp/lc.json" --config "$tmp/lim.json" -q
+"$CLI" plan "$tmp/lc.json" --config "$tmp/lim.json" --limit max_ops=100000 -q || bad "--limit should win over the file's limits"
+expect_msg 2 "over the limits" "$CLI" plan "$tmp/lc.json" --set limits=max_ops=10 -q
+printf '{"max_memory": "100K"}\n' > "$tmp/mem.json"
+expect_msg 2 "out of memory" "$CLI" plan "$tmp/lc.json" --config "$tmp/mem.json" -q
+"$CLI" plan "$tmp/lc.json" --config "$tmp/mem.json" --max-memory 1G -q || bad "--max-memory should win over the file's max_memory"
+printf '{"max_seconds": 0.2}\n' > "$tmp/sec.json"
+"$CLI" gen chain --nodes 20000 -o "$tmp/lc20k.json" || bad "gen lc20k"
+expect_msg 2 "time limit (--max-seconds) was reached" "$CLI" plan "$tmp/lc20k.json" -s optimal --time-limit 100 --config "$tmp/sec.json" -q
+printf '{"limits": {"max_opps": 1}}\n' > "$tmp/badlim.json"
+expect_msg 2 'unknown limit "max_opps"' "$CLI" plan "$tmp/lc.json" --config "$tmp/badlim.json" -q
 exit $fail

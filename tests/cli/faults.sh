@@ -5,7 +5,7 @@
 # allocations are counted (BP_FAULT_ALLOC=0), then the command runs once for
 # every n with the n-th allocation failing (library, protobuf-c and jansson
 # allocations; src/core/fault.c).  Each run must end cleanly: exit 0, or exit 2
-# with a message; no sanitizer report (ASan, UBSan, LeakSanitizer); and with
+# with a message (never "malformed JSON": out of memory is not bad input); no sanitizer report (ASan, UBSan, LeakSanitizer); and with
 # a non-zero exit, no output file and no temp file left behind.
 # Needs a build with -DBP_FAULT_INJECTION (the sanitizer test build); skipped
 # otherwise.
@@ -67,6 +67,7 @@ one_run() {
   if [[ $err == *Sanitizer* || $err == *"runtime error"* ]]; then bad="sanitizer report"
   elif [[ $rc != 0 && $rc != 1 && $rc != 2 ]]; then bad="exit $rc"
   elif [[ $rc != 0 && -z $err ]]; then bad="exit $rc without a message"
+  elif [[ $err == *"malformed JSON"* || $err == *"line -1"* ]]; then bad="an allocation failure reported as bad input"
   elif [[ $rc != 0 && $out != - && -e $out ]]; then bad="output file left after exit $rc"
   elif [[ $rc == 0 && $out != - && ! -s $out ]]; then bad="exit 0 without the output file"
   elif [[ -e ${tmps[0]} ]]; then bad="temp file left"

@@ -4,7 +4,9 @@
 # would loop on the input's values (Pow with exponent INT64_MAX) or convert an
 # out-of-range float (1e38, NaN) finishes without undefined behaviour; a
 # Conv/Pool whose pads, strides or dilations overflow the output size is an
-# error naming the node.
+# error naming the node; an element-wise op without inputs, Slice steps and
+# Split dims near INT64_MAX are refused or sized without overflow; an integer
+# Range is sized exactly.
 # Models are written with python3-onnx at run time.
 . "$(dirname "$0")/harness.bash"
 onnx_python
@@ -67,6 +69,14 @@ save("range_tiny", [const("a", np.array(0, dtype=np.float32)), const("b", np.arr
                    helper.make_node("Range", ["a", "b", "c"], ["y"])], [x1])
 save("range_i64", [const("a", np.array(-2**63, dtype=np.int64)), const("b", np.array(I64, dtype=np.int64)), const("c", np.array(1, dtype=np.int64)),
                    helper.make_node("Range", ["a", "b", "c"], ["y"])], [x1])
+save("add_no_inputs", [helper.make_node("Add", [], ["y"])], [x1])
+save("slice_step_max", [const("st", np.array([0], dtype=np.int64)), const("en", np.array([I64], dtype=np.int64)),
+                        const("ax", np.array([0], dtype=np.int64)), const("sp", np.array([I64 - 1], dtype=np.int64)),
+                        helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [x1])
+save("split_dim_max", [helper.make_node("Split", ["x"], ["y", "z", "w"], axis=0)],
+     [helper.make_tensor_value_info("x", TensorProto.BOOL, [I64])])
+save("range_exact", [const("a", np.array(-2**63, dtype=np.int64)), const("b", np.array(1, dtype=np.int64)), const("c", np.array(I64, dtype=np.int64)),
+                     helper.make_node("Range", ["a", "b", "c"], ["r"]), helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT)], [x1])
 save("split_neg", [const("sp", np.array([-1, 11], dtype=np.int64)), helper.make_node("Split", ["x", "sp"], ["y", "z"], axis=0)], [x1])
 
 for name, nodes in models.items():
@@ -84,7 +94,7 @@ for m in conv_pads conv_dil convT_stride pool_pads; do
   grep -q "overflows 64 bits" "$tmp/err" || bad "$m: message: $(cat "$tmp/err")"
 done
 for m in concat_big:"overflows 64 bits" pad_big:"overflows dimension" s2d:"blocksize must be" range_i64:"too large" \
-         range_inf:"too large" split_neg:"negative"; do
+         range_inf:"too large" split_neg:"negative" add_no_inputs:"it has no inputs"; do
   rc=0; timeout 20 "$CLI" plan "$tmp/h_${m%%:*}.onnx" -q --allow-dynamic 2>"$tmp/err" || rc=$?
   [ "$rc" = 2 ] || bad "${m%%:*}: exit $rc, expected 2: $(cat "$tmp/err")"
   grep -q "${m#*:}" "$tmp/err" || bad "${m%%:*}: message: $(cat "$tmp/err")"
@@ -93,6 +103,10 @@ for f in "$tmp"/h_*.onnx; do
   rc=0; timeout 20 "$CLI" plan "$f" -q --allow-dynamic 2>"$tmp/err" || rc=$?
   case $rc in 0|2) ;; *) bad "$(basename "$f"): exit $rc (a crash or a hang): $(cat "$tmp/err")";; esac
 done
+# an integer Range in exact arithmetic: Range(INT64_MIN, 1, INT64_MAX) has 2 elements
+"$CLI" plan "$tmp/h_range_exact.onnx" -q -o "$tmp/re.json" 2>"$tmp/err" || bad "range_exact: $(cat "$tmp/err")"
+python3 -c 'import json,sys; t={x["name"]: x for x in json.load(open(sys.argv[1]))["tensors"]}; assert t["r"]["bytes"] == 16, t["r"]' "$tmp/re.json" ||
+  bad "range_exact: Range(INT64_MIN, 1, INT64_MAX) should have 2 int64 elements (16 bytes)"
 for m in pow_loop cast_big cast_nan; do
   rc=0; timeout 20 "$CLI" plan "$tmp/$m.onnx" -q --allow-dynamic 2>"$tmp/err" || rc=$?
   case $rc in 0|2) ;; *) bad "$m: exit $rc (a crash or a hang): $(cat "$tmp/err")";; esac

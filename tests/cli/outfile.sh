@@ -20,6 +20,10 @@ expect 2 "-o a FIFO" "$CLI" plan g.json -o fifo -q
 grep -q "not a regular file (a FIFO)" err || bad "-o a FIFO: message: $(cat err)"
 mkdir d
 expect 2 "-o a directory" "$CLI" plan g.json -o d -q
+# a device: refused, and it stays the device (as root -o /dev/null would have replaced /dev/null)
+expect 2 "-o a device" "$CLI" plan g.json -o /dev/null -q
+[ -c /dev/null ] || bad "-o /dev/null replaced the device"
+grep -q "not a regular file" err || bad "-o a device: message: $(cat err)"
 echo old >h1; chmod 640 h1; ln h1 h2
 expect 0 "-o over a hard link" "$CLI" plan g.json -o h1 -q
 [ "$(stat -c %i h1)" = "$(stat -c %i h2)" ] || bad "-o broke a hard link"

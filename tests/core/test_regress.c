@@ -88,6 +88,8 @@ int main(void)
         {"fuzz_graph_json", rg_graph_json}, {"fuzz_onnx", rg_onnx}, {"fuzz_csv", rg_csv},
         {"fuzz_plan", rg_plan}, {"fuzz_random_graph", rg_random_graph},
         {"fuzz_config", rg_config}, {"fuzz_plan_cache", rg_plan_cache}, {"fuzz_op_shapes", rg_op_shapes},
+        {"fuzz_onnx_struct", rg_onnx},   /* the structure-aware mutator's finds: fuzz_onnx's harness */
+        {"../../fuzz/corpus/fuzz_onnx_struct", rg_onnx},   /* the corpus kept in the repository */
     };
     int total = 0;
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) {

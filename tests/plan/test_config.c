@@ -62,6 +62,9 @@ static int ck_concat(const bp_config *c) { return c->plan.concat_inplace == 1; }
 static int ck_preset(const bp_config *c) { return !strcmp(c->preset, "training") && c->plan.beta > c->plan.alpha; }
 static int ck_format(const bp_config *c) { (void)c; return 1; }
 static int ck_engine(const bp_config *c) { return !strcmp(c->engine, "ort-cpu"); }
+static int ck_limits(const bp_config *c) { return c->limits.max_ops == 1000 && c->limits.max_rank == 8 && c->max_run_bytes == 1 << 20; }
+static int ck_maxmem(const bp_config *c) { return c->max_memory == 1 << 30; }
+static int ck_maxsec(const bp_config *c) { return c->max_seconds == 2.5; }
 
 static const key_case cases[] = {
     {"format", "\"bufplan-config\"", "bufplan-config", ck_format},
@@ -89,20 +92,24 @@ static const key_case cases[] = {
     {"cache_verify", "true", "yes", ck_cverify},
     {"concat_inplace", "true", "on", ck_concat},
     {"engine", "\"ort-cpu\"", "ort-cpu", ck_engine},
+    {"limits", "{\"max_ops\": 1000, \"max_rank\": 8, \"max_run_bytes\": \"1M\"}", "max_ops=1000,max_rank=8,max_run_bytes=1M", ck_limits},
+    {"max_memory", "\"1G\"", "1GiB", ck_maxmem},
+    {"max_seconds", "2.5", "2.5", ck_maxsec},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
 /* A value of the wrong type for each key. */
 static const char *wrong_type(const char *key)
 {
-    static const char *const num_keys[] = {"alpha", "beta", "time_limit", NULL};
+    static const char *const num_keys[] = {"alpha", "beta", "time_limit", "max_seconds", NULL};
     static const char *const int_keys[] = {"version", "alignment", "seed", "warmup_runs", "compaction_interval", "threads", NULL};
     static const char *const bool_keys[] = {"alias", "plan_inputs", "plan_constants", "fence_aware", "replan", "cache_verify", "concat_inplace", NULL};
     for (int i = 0; num_keys[i]; i++) if (!strcmp(key, num_keys[i])) return "\"fast\"";
     for (int i = 0; int_keys[i]; i++) if (!strcmp(key, int_keys[i])) return "1.5";
     for (int i = 0; bool_keys[i]; i++) if (!strcmp(key, bool_keys[i])) return "1";
     if (!strcmp(key, "buckets")) return "[128]";
-    if (!strcmp(key, "budget")) return "true";
+    if (!strcmp(key, "limits")) return "[1000]";
+    if (!strcmp(key, "budget") || !strcmp(key, "max_memory")) return "true";
     return "42"; /* string keys */
 }
 
@@ -172,6 +179,12 @@ static void test_bad_values(void)
         {"{\"preset\": \"gaming\"}", "\"preset\""},
         {"{\"format\": \"bufplan-graph\"}", "\"format\""},
         {"{\"version\": 2}", "\"version\""},
+        {"{\"limits\": {\"max_opps\": 5}}", "unknown limit \"max_opps\""},
+        {"{\"limits\": {\"max_rank\": 300}}", "max_rank 300 is too large"},
+        {"{\"limits\": {\"max_ops\": 0}}", "max_ops must be at least 1"},
+        {"{\"limits\": {\"max_ops\": \"many\"}}", "\"max_ops\""},
+        {"{\"max_seconds\": -1}", "\"max_seconds\""},
+        {"{\"max_memory\": \"lots\"}", "\"max_memory\""},
         {"{\"alpha\": 0.5, \"sheduler\": \"dfs\"}", "\"sheduler\""},
         {"{\"Alpha\": 0.5}", "\"Alpha\""},
         {"[1, 2]", "object"},
@@ -194,6 +207,8 @@ static void test_bad_values(void)
     CHECK(bp_config_set(&c, "alpha", "lots", &err) == BP_ERR_INVALID && strstr(err.msg, "\"alpha\""));
     CHECK(bp_config_set(&c, "threads", "2x", &err) == BP_ERR_INVALID && strstr(err.msg, "\"threads\""));
     CHECK(bp_config_set(&c, "replan", "maybe", &err) == BP_ERR_INVALID && strstr(err.msg, "\"replan\""));
+    CHECK(bp_config_set(&c, "limits", "max_ops", &err) == BP_ERR_INVALID && strstr(err.msg, "KEY=N"));
+    CHECK(bp_config_set(&c, "limits", "max_ops=x", &err) == BP_ERR_INVALID && strstr(err.msg, "not a number"));
     CHECK(bp_config_add_buckets(&c, "S128", &err) != BP_OK);
     CHECK(bp_config_add_buckets(&c, "S=1,x", &err) != BP_OK);
     CHECK(c.n_buckets == 0);

@@ -598,8 +598,62 @@ static void test_custom_allocator(void)
     CHECK_MSG(cnt.live == 0, "allocator balance %lld", cnt.live);
 }
 
+/* Views within their roots: finalize and a later bind refuse a view larger
+ * than its root; the verifier refuses a plan whose graph grew one behind
+ * finalize's back (a size poked in here), and accepts a broadcast view
+ * (aten.expand) larger than its root. */
+static void test_view_bytes(void)
+{
+    bp_error e;
+    for (int bcast = 0; bcast < 2; bcast++) {
+        bp_graph *g = bp_graph_new("views", NULL);
+        int32_t x, a, v, y;
+        REQUIRE(bp_graph_add_tensor(g, "x", 64, &x, &e) == BP_OK);
+        REQUIRE(bp_graph_add_tensor(g, "a", 64, &a, &e) == BP_OK);
+        REQUIRE(bp_graph_add_tensor(g, "v", bcast ? (uint64_t)1 << 40 : 64, &v, &e) == BP_OK);
+        REQUIRE(bp_graph_add_tensor(g, "y", 64, &y, &e) == BP_OK);
+        bp_graph_mark(g, x, BP_TENSOR_INPUT, &e);
+        bp_graph_mark(g, y, BP_TENSOR_OUTPUT, &e);
+        REQUIRE(bp_graph_add_op(g, "op0", "Relu", 1, &x, 1, &a, 1, NULL, &e) == BP_OK);
+        REQUIRE(bp_graph_add_op(g, "op1", bcast ? "aten.expand" : "aten.view", 1, &a, 1, &v, 1, NULL, &e) == BP_OK);
+        REQUIRE(bp_graph_add_op(g, "op2", "Relu", 1, &v, 1, &y, 1, NULL, &e) == BP_OK);
+        CHECK_OK(bp_graph_finalize(g, &e), e);
+        bp_plan *p = plan_given_verified(g, 1);   /* a broadcast view of 2^40 bytes verifies */
+        REQUIRE(p);
+        if (!bcast) {
+            g->t[v].bytes = (uint64_t)1 << 40;   /* behind finalize's back */
+            p->tp[v].bytes = (uint64_t)1 << 40;
+            CHECK(bp_verify(g, p, &e) == BP_ERR_VERIFY && strstr(e.msg, "\"v\" (1099511627776 bytes) is a view of \"a\" (64 bytes)"));
+            bp__graph_unfinalize(g);
+            CHECK(bp_graph_finalize(g, &e) == BP_ERR_INVALID &&
+                  strstr(e.msg, "\"v\" (1099511627776 bytes) is a view of \"a\" (64 bytes) and larger"));
+        }
+        bp_plan_free(p);
+        bp_graph_free(g);
+    }
+    /* a symbolic view bound past its root after finalize */
+    bp_graph *g = bp_graph_new("bind", NULL);
+    int32_t x, a, v, y;
+    int64_t d16 = 16, dn = BP_DIM_SYMBOLIC;
+    const char *sn[1] = {"N"};
+    REQUIRE(bp_graph_add_tensor_shape(g, "x", BP_DT_F32, 1, &d16, NULL, &x, &e) == BP_OK);
+    REQUIRE(bp_graph_add_tensor_shape(g, "a", BP_DT_F32, 1, &d16, NULL, &a, &e) == BP_OK);
+    REQUIRE(bp_graph_add_tensor_shape(g, "v", BP_DT_F32, 1, &dn, sn, &v, &e) == BP_OK);
+    REQUIRE(bp_graph_add_tensor_shape(g, "y", BP_DT_F32, 1, &d16, NULL, &y, &e) == BP_OK);
+    bp_graph_mark(g, x, BP_TENSOR_INPUT, &e);
+    bp_graph_mark(g, y, BP_TENSOR_OUTPUT, &e);
+    REQUIRE(bp_graph_add_op(g, "op0", "Relu", 1, &x, 1, &a, 1, NULL, &e) == BP_OK);
+    REQUIRE(bp_graph_add_op(g, "op1", "Reshape", 1, &a, 1, &v, 1, NULL, &e) == BP_OK);
+    REQUIRE(bp_graph_add_op(g, "op2", "Relu", 1, &v, 1, &y, 1, NULL, &e) == BP_OK);
+    CHECK_OK(bp_graph_finalize(g, &e), e);
+    CHECK_OK(bp_graph_bind_dim(g, "N", 16, &e), e);
+    CHECK(bp_graph_bind_dim(g, "N", 17, &e) == BP_ERR_INVALID && strstr(e.msg, "\"v\" (68 bytes) is a view of \"a\" (64 bytes)"));
+    bp_graph_free(g);
+}
+
 int main(void)
 {
+    test_view_bytes();
     test_builder_errors();
     test_seed_lifetime();
     test_diamond();

@@ -5,6 +5,7 @@
 #include <bufplan.h>
 #include "bufplan_dyn.h"
 #include "check.h"
+#include "plan/plan_internal.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -211,12 +212,20 @@ static void expect_bad(bp_plan_cache *c, const bp_cache_key *k, const bp_graph *
     bp_plan_free(p);
 }
 
-static void test_hit_miss_corrupt(void)
+/* A cache in dir (warnings to warn_sink). */
+static bp_plan_cache *open_cache(void)
 {
     bp_error err = {0};
     bp_plan_cache *c = NULL;
     CHECK_OK(bp_plan_cache_open(dir, warn_sink, &c, &err), err);
     REQUIRE(c);
+    return c;
+}
+
+static void test_hit_miss_corrupt(void)
+{
+    bp_error err = {0};
+    bp_plan_cache *c = open_cache();
     bp_graph *g = gen("transformer", 0, 64);
     bp_plan_options po;
     bp_plan_options_init(&po);
@@ -417,6 +426,51 @@ static void test_concurrent(void)
     bp_graph_free(g);
 }
 
+/* Cache files forged with claims the verifier refuses (written through
+ * bp_plan_cache_put, so the checksum is right): peak_step 2^31-1 and -5, an
+ * arena of 2^63, a planned tensor marked output, garbage counts.  Each is
+ * refused on load (a miss, counted as a bad file, with a warning). */
+static void test_forgeries(void)
+{
+    bp_error err = {0};
+    bp_plan_cache *c = open_cache();
+    bp_graph *g = gen("transformer", 0, 64);
+    bp_plan_options po;
+    bp_plan_options_init(&po);
+    for (int f = 0; f < 5; f++) {
+        bp_cache_key k;
+        char sig[32];
+        snprintf(sig, sizeof sig, "forged=%d", f);
+        CHECK_OK(bp_cache_key_make(g, sig, &po, &k, &err), err);
+        bp_plan *p = NULL, *q = NULL;
+        CHECK_OK(bp_plan_graph(g, &po, &p, &err), err);
+        if (f == 0) p->stats.peak_step = INT32_MAX;
+        if (f == 1) p->stats.peak_step = -5;
+        if (f == 2) p->stats.arena_bytes = (uint64_t)1 << 63;
+        if (f == 3) for (int32_t t = 0; t < p->n_t; t++) if (p->tp[t].kind == BP_KIND_PLANNED) { p->tp[t].kind = BP_KIND_OUTPUT; break; }
+        if (f == 4) p->stats.n_planned = 123456789;
+        bp_plan_cache_stats before, after;
+        bp_plan_cache_get_stats(c, &before);
+        bp_status s = bp_plan_cache_put(c, &k, g, p, &err);
+        if (s == BP_OK) {
+            s = bp_plan_cache_get(c, &k, g, &q, &err);
+            bp_plan_cache_get_stats(c, &after);
+            CHECK_MSG(s == BP_OK && q == NULL, "forgery %d was loaded", f);
+            CHECK_MSG(after.bad_files == before.bad_files + 1, "forgery %d: not counted as a bad file", f);
+            const char *w = bp_plan_cache_last_warning(c);
+            CHECK_MSG(w && *w, "forgery %d: no warning", f);
+            fprintf(stderr, "forgery %d refused on load: %.200s\n", f, w ? w : "");
+        } else {
+            CHECK_MSG(err.msg[0], "forgery %d: refused by put without a message", f);   /* refused on the way in */
+            fprintf(stderr, "forgery %d refused by put: %.200s\n", f, err.msg);
+        }
+        bp_plan_free(q);
+        bp_plan_free(p);
+    }
+    bp_graph_free(g);
+    bp_plan_cache_close(c);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/bp_test_cache_%d", (int)getpid());
@@ -426,6 +480,7 @@ int main(void)
     test_signature_and_hash();
     test_hit_miss_corrupt();
     test_concurrent();
+    test_forgeries();
     rm_dir(dir);
     fclose(warn_sink);
     return check_status();
