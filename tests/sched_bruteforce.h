@@ -1,6 +1,7 @@
 /* The brute-force scheduling oracle of the schedule tests: the lowest
  * evaluator peak over every topological order of a small graph (up to
- * SCHED_BF_MAX ops), and how many orders there are. */
+ * SCHED_BF_MAX ops), and how many orders there are.  A caller may also see
+ * every order (visit, with ctx). */
 #ifndef BP_SCHED_BRUTEFORCE_H
 #define BP_SCHED_BRUTEFORCE_H
 
@@ -15,6 +16,8 @@ typedef struct sched_bf {
     uint8_t used[SCHED_BF_MAX];
     uint64_t best;
     long count;
+    void (*visit)(void *ctx, const int32_t *order); /* optional, per order */
+    void *ctx;
 } sched_bf;
 
 static void sched_bf_rec(sched_bf *b, int32_t k)
@@ -24,6 +27,7 @@ static void sched_bf_rec(sched_bf *b, int32_t k)
         uint64_t p = bp__eval_peak(b->ev, b->order, NULL);
         if (p < b->best) b->best = p;
         b->count++;
+        if (b->visit) b->visit(b->ctx, b->order);
         return;
     }
     for (int32_t v = 0; v < sg->n; v++) {
@@ -39,14 +43,22 @@ static void sched_bf_rec(sched_bf *b, int32_t k)
 
 /* Fills *b for sg (at most SCHED_BF_MAX ops): b->best is the optimum,
  * b->count the number of topological orders. */
-static inline void sched_bf_run(sched_bf *b, const bp__sgraph *sg, bp__eval *ev)
+static inline void sched_bf_run_visit(sched_bf *b, const bp__sgraph *sg, bp__eval *ev,
+                                      void (*visit)(void *, const int32_t *), void *ctx)
 {
     memset(b, 0, sizeof *b);
+    b->visit = visit;
+    b->ctx = ctx;
     b->sg = sg;
     b->ev = ev;
     b->best = UINT64_MAX;
     for (int32_t v = 0; v < sg->n; v++) b->npred[v] = sg->pr_off[v + 1] - sg->pr_off[v];
     sched_bf_rec(b, 0);
+}
+
+static inline void sched_bf_run(sched_bf *b, const bp__sgraph *sg, bp__eval *ev)
+{
+    sched_bf_run_visit(b, sg, ev, NULL, NULL);
 }
 
 #endif

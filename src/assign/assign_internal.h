@@ -150,6 +150,18 @@ typedef struct bp__chains {
 int bp__assign_chains(const bp_allocator *a, const bp_interval *iv, size_t n, bp__chains *out);
 void bp__assign_chains_free(const bp_allocator *a, bp__chains *c);
 
+/* bestfit's improvement phase at scale (window.c): from the packing in
+ * offsets[] (all n, no pre-placed buffers; *arena its arena), repacks
+ * windows of time around the buffer that ends highest, the buffers crossing
+ * a window's edges kept where they are; offsets[] and *arena improve only.
+ * Deterministic.  Returns 0, or -1 out of memory. */
+/* The sub-solver window.c calls (bestfit's, passed in so that window.c
+ * calls no assigner itself): packs iv[0..n) into off, its arena into *arena. */
+typedef bp_status (*bp__pack_fn)(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t *off,
+                                 uint64_t *arena);
+int bp__assign_windows(const bp_allocator *a, bp__pack_fn pack, const bp_interval *iv, size_t n, uint64_t lb,
+                       uint64_t *offsets, uint64_t *arena);
+
 /* ------------------------------------------------------------ assigners */
 
 /* assign.c dispatches bp_assign_intervals(); each strategy fills offsets[]

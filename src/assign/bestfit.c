@@ -50,6 +50,12 @@
  * budget (up to 200,000 intervals) until its deadline, without the
  * improvement phase.
  *
+ * Large inputs without fixed offsets (2 x 10^4 to 2 x 10^6 sized
+ * intervals) get, after the time-order pass, the window phase (window.c:
+ * windows of time around the peak packed again by this bestfit, and the
+ * buffers too long for a window held at the bottom) instead of the
+ * size-ordered runs.
+ *
  * Without fixed offsets, an online best-fit pass in time order runs first,
  * whatever the size: frees come from a heap on upper, and the free gaps sit
  * in two treaps (by size for the best-fit query, by offset for merging), so
@@ -780,6 +786,23 @@ static uint32_t bf_make_order(const bf_ctx *c, int ord, const int64_t *U, uint32
     return k;
 }
 
+/* window.c's sub-solver: bestfit on iv[0..n) (pre-placed buffers allowed). */
+static bp_status bf_pack(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t *off, uint64_t *arena)
+{
+    bp_assign_options o;
+    memset(&o, 0, sizeof o);
+    o.alloc = a;
+    bp_assign_result r;
+    memset(&r, 0, sizeof r);
+    bp_error e;
+    if (!bp__assign_max_live(a, iv, n, &r.lower_bound)) return BP_ERR_NOMEM;
+    uint64_t ftop = bp__assign_fixed_top(iv, n);
+    if (ftop > r.lower_bound) r.lower_bound = ftop;
+    bp_status st = bp__assign_bestfit_ex(iv, n, &o, 0, 0, off, &r, &e);
+    *arena = r.arena_bytes;
+    return st;
+}
+
 bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign_options *o, int quality,
                                 double deadline, uint64_t *offsets, bp_assign_result *res, bp_error *err)
 {
@@ -843,6 +866,13 @@ bp_status bp__assign_bestfit_ex(const bp_interval *iv, size_t n, const bp_assign
             for (uint32_t p = 0; p < m; p++) offsets[c.by_lower[p]] = work[c.by_lower[p]];
         }
         if (best <= lb) { res->arena_bytes = best; goto done; }
+        /* Large inputs: windows around the peak (window.c) instead of the
+         * size-ordered runs, which it makes itself where they pay. */
+        if (!quality && m > BF_GREEDY_MAX && m <= BF_SIZE_RUNS_MAX) {
+            if (bp__assign_windows(a, bf_pack, iv, n, lb, offsets, &best) < 0) goto oom;
+            res->arena_bytes = best;
+            goto done;
+        }
     }
     c.qa = bp__alloc(a, n * sizeof *c.qa);
     c.after = bp__alloc(a, n * sizeof *c.after);

@@ -9,11 +9,11 @@
  *    write an output over an input (explicit inplace hint, or a pair the
  *    engine profile allows: graph/engine.c; by default an element-wise op) when the input's storage is planned, holds no graph output (it is
  *    pinned), is read by no later op, and the sizes match: the output joins
- *    that storage.  The output may itself be a graph output.  Not at the
- *    final step: the schedulers' evaluator (schedule/eval.c), which must
- *    give the same peak as these intervals, does not merge there.  (The
- *    pinned flag is what would make it sound there: at the final step "read
- *    by no later op" proves nothing, a pinned storage ends there too.)
+ *    that storage.  The output may itself be a graph output, also at the
+ *    final step: there "read by no later op" proves nothing (a pinned
+ *    storage ends there too), so the pinned flag is what makes it sound.
+ *    The schedulers' evaluator (schedule/eval.c) merges by the same rule,
+ *    so both give the same peak.
  *    With concat_inplace, a merged Concat's output is never written over an
  *    input, nor is an input that starts inside its storage (an offset).
  * 3. The lower bound (bp__lifetimes_peak): a difference array over steps of
@@ -109,7 +109,6 @@ static bool inplace_ok(const bp_graph *g, const bp__lifetimes *lt, const uint8_t
     if (!lt->planned[r] || !lt->planned[out] || lt->root[out] != out) return false;
     if ((lt->cat && lt->cat[out]) || (lt->voff && lt->voff[in])) return false;   /* as the evaluator: slices stay put */
     if (r == out || lt->slast[r] != s || pinned[r]) return false;
-    if (s == (int32_t)g->n_o - 1) return false; /* as the schedulers' evaluator */
     if (g->t[in].flags & BP_TENSOR_OUTPUT) return false;
     if (g->t[out].bytes != g->t[in].bytes || g->t[out].bytes > lt->ssize[r]) return false;
     return true;

@@ -155,7 +155,7 @@ static bool dp_rehash(dp *d, size_t lo)
 }
 
 /* Memory during local op i's step from state mask S (memory mem), and after. */
-static void dp_step(dp *d, const uint64_t *S, int32_t nS, uint64_t mem, int32_t i, uint64_t *during, uint64_t *after)
+static void dp_step(dp *d, const uint64_t *S, uint64_t mem, int32_t i, uint64_t *during, uint64_t *after)
 {
     const bp__sgraph *sg = d->sg;
     const bp__sim *st = d->st;
@@ -169,20 +169,18 @@ static void dp_step(dp *d, const uint64_t *S, int32_t nS, uint64_t mem, int32_t 
 #define LIVEN(y) (st->live[d->ls[y]] == 1 || (st->live[d->ls[y]] == 0 && d->cnt[y] > 0))
     /* in-place */
     int32_t msi = -1, mso = -1;
-    if (st->step + nS + 1 < sg->n) {
-        for (int32_t c = sg->ip_off[v]; c < sg->ip_off[v + 1] && msi < 0; c++) {
-            const bp__ipc *ip = &sg->ip[c];
-            int32_t li = -1, lo = -1;
-            for (int32_t j = d->lt_off[i]; j < d->lt_off[i + 1]; j++) {
-                if (d->ls[d->lt[j]] == ip->si) li = d->lt[j];
-                if (d->ls[d->lt[j]] == ip->so) lo = d->lt[j];
-            }
-            if (li < 0 || lo < 0 || li == lo) continue;
-            if (REMN(li) != 1 || (sg->sflags[ip->si] & BP__SF_PINNED) || !LIVEN(li) || LIVEN(lo)) continue;
-            if (sg->g->t[ip->out].bytes > st->cbytes[ip->si]) continue;
-            msi = li;
-            mso = lo;
+    for (int32_t c = sg->ip_off[v]; c < sg->ip_off[v + 1] && msi < 0; c++) {
+        const bp__ipc *ip = &sg->ip[c];
+        int32_t li = -1, lo = -1;
+        for (int32_t j = d->lt_off[i]; j < d->lt_off[i + 1]; j++) {
+            if (d->ls[d->lt[j]] == ip->si) li = d->lt[j];
+            if (d->ls[d->lt[j]] == ip->so) lo = d->lt[j];
         }
+        if (li < 0 || lo < 0 || li == lo) continue;
+        if (REMN(li) != 1 || (sg->sflags[ip->si] & BP__SF_PINNED) || !LIVEN(li) || LIVEN(lo)) continue;
+        if (sg->g->t[ip->out].bytes > st->cbytes[ip->si]) continue;
+        msi = li;
+        mso = lo;
     }
     uint64_t al = 0, fr = 0;
     for (int32_t j = d->lt_off[i]; j < d->lt_off[i + 1]; j++) {
@@ -330,7 +328,7 @@ int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_
                 const uint64_t *X = S;
                 if (GHI(g) - g0 > 1) { memcpy(T, S, (size_t)W * 8); X = T; }
                 for (int32_t i = g0; i < GHI(g); i++) {
-                    dp_step(&d, X, nS + (i - g0), mem, i, &during, &after);
+                    dp_step(&d, X, mem, i, &during, &after);
                     *work += (uint64_t)(d.lt_off[i + 1] - d.lt_off[i] + 1) * (uint64_t)W;
                     if (during >= bound) break;
                     if (during > pk) pk = during;

@@ -9,7 +9,9 @@
  * inputs and outputs are live together at its step.  Then, in order, an op
  * writes its output over an input whose storage ends at this step (an
  * in-place hint, or an element-wise op trying its inputs in order) when the
- * sizes allow it: the two storages become one, of the input's size.
+ * sizes allow it: the two storages become one, of the input's size.  The
+ * input's storage must hold no graph output (pinned), which is what makes
+ * this sound at the final step too, where a pinned storage also ends.
  *
  * bp__sgraph precomputes, once, which storages each op touches (CSR), so the
  * evaluator is one pass over the touches, one pass over the in-place
@@ -315,7 +317,8 @@ bp_status bp__eval_init(bp__eval *ev, const bp__sgraph *sg, bp_error *err)
     ev->sl = ws_get_raw(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->sl);
     ev->par = ws_get_raw(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->par);
     ev->delta = ws_get_raw(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->n + 1, sizeof *ev->delta);
-    if (!ev->pos || !ev->sf || !ev->sl || !ev->par || !ev->delta) {
+    ev->pin = ws_get_raw(a, ev->blk, ev->blksz, &ev->nblk, (size_t)sg->ns, sizeof *ev->pin);
+    if (!ev->pos || !ev->sf || !ev->sl || !ev->par || !ev->delta || !ev->pin) {
         bp__eval_free(ev);
         return bp__err(err, BP_ERR_NOMEM, "%s: out of memory evaluating an order", sg->g->name);
     }
@@ -346,6 +349,7 @@ static void ev_hulls(bp__eval *ev, const int32_t *order)
         ev->sf[y] = (sg->sflags[y] & BP__SF_EXTLIVE) ? 0 : INT32_MAX;
         ev->sl[y] = (sg->sflags[y] & BP__SF_PINNED) ? n - 1 : -1;
         ev->par[y] = y;
+        ev->pin[y] = (sg->sflags[y] & BP__SF_PINNED) ? 1 : 0;
     }
     for (int32_t s = 0; s < n; s++) {
         int32_t v = order[s];
@@ -357,14 +361,17 @@ static void ev_hulls(bp__eval *ev, const int32_t *order)
     }
     if (!sg->ip_off[n]) return;
     const bp_graph *g = sg->g;
-    for (int32_t s = 0; s + 1 < n; s++) { /* never at the final step */
+    for (int32_t s = 0; s < n; s++) {
         int32_t v = order[s];
         for (int32_t i = sg->ip_off[v]; i < sg->ip_off[v + 1]; i++) {
             const bp__ipc *c = &sg->ip[i];
             int32_t r = ev_find(ev->par, c->si);
-            if (r == c->so || ev->par[c->so] != c->so || ev->sl[r] != s) continue;
+            /* pin: at the final step a storage holding a graph output ends
+             * there too, so "ends at this step" alone proves nothing */
+            if (r == c->so || ev->par[c->so] != c->so || ev->sl[r] != s || ev->pin[r]) continue;
             if (g->t[c->out].bytes > sg->sbytes[r]) continue;
             ev->par[c->so] = r;
+            ev->pin[r] |= ev->pin[c->so];
             if (ev->sf[c->so] < ev->sf[r]) ev->sf[r] = ev->sf[c->so];
             if (ev->sl[c->so] > ev->sl[r]) ev->sl[r] = ev->sl[c->so];
             break;
@@ -522,7 +529,6 @@ void bp__sim_free(bp__sim *s)
 static const bp__ipc *sim_merge(const bp__sim *s, int32_t op)
 {
     const bp__sgraph *sg = s->sg;
-    if (s->step + 1 >= sg->n) return NULL;
     for (int32_t i = sg->ip_off[op]; i < sg->ip_off[op + 1]; i++) {
         const bp__ipc *c = &sg->ip[i];
         int32_t x = c->si;

@@ -55,6 +55,7 @@ typedef struct bp__eval {
     const bp__sgraph *sg;
     int32_t *pos, *sf, *sl, *par;
     int64_t *delta;
+    uint8_t *pin;                   /* per union-find root: holds a graph output */
     void *blk[8]; size_t blksz[8]; int nblk;
 } bp__eval;
 bp_status bp__eval_init(bp__eval *ev, const bp__sgraph *sg, bp_error *err);
