@@ -4,7 +4,7 @@
  * unpacked with protobuf-c, one field is changed, and the model is packed
  * again; inputs that do not unpack get libFuzzer's byte mutations.
  *
- * Mutations (one per call, chosen from the seed): a dimension of an input,
+ * Mutations (one per call, chosen at random): a dimension of an input,
  * output or value_info (an edge value or a symbol), an initializer's dims,
  * an initializer's values (int64, float and raw bytes: 0, -1, INT64_MIN,
  * INT64_MAX, 2^31, 2^62, inf, NaN, 1e38, 1e-38 ...), a node attribute (its
