@@ -325,9 +325,9 @@ static bp_status certificate(fb_model *m, const bp_plan_options *o, const uint64
     if (o->budget < floor)
         return bp__err(err, BP_ERR_BUDGET,
                        "%s: no plan fits the budget of %llu bytes, even with %s: op \"%s\" (step %d) needs %llu bytes in the arena at once "
-                       "(its inputs and outputs%s), which no recompute or offload can shrink; the smallest budget bufplan can fit is %llu bytes",
+                       "(its inputs and outputs%s%s), which no recompute or offload can shrink; the smallest budget bufplan can fit is %llu bytes",
                        g->name, B, fallback_words(m->allow), bp__names_get(&g->onames, op), at, (unsigned long long)ws[at],
-                       at == m->no - 1 ? ", and the graph outputs, which stay in the arena to the end" : "", (unsigned long long)floor);
+                       g->o[op].n_ws ? ", its kernel workspaces included" : "", at == m->no - 1 ? ", and the graph outputs, which stay in the arena to the end" : "", (unsigned long long)floor);
     if (m->allow & BP_FALLBACK_OFFLOAD)   /* only out of time: the last resort fits any budget >= floor */
         return bp__err(err, BP_ERR_BUDGET, "%s: no plan found within the time limit that fits the budget of %llu bytes (the smallest budget a plan "
                        "with offload fits is %llu bytes; raise --time-limit)", g->name, B, (unsigned long long)floor);

@@ -54,4 +54,12 @@ expect_msg 2 "--fallback: \"recompute,\" is not" "$CLI" plan "$tmp/g.json" --bud
 # consumers that do not handle copies yet refuse them
 expect_msg 2 "does not draw yet" "$CLI" viz "$tmp/g.json" --plan "$tmp/p.json" -o "$tmp/v.html"
 expect_msg 0 "which cache files do not hold yet" "$CLI" plan "$tmp/g.json" --budget "$budget" --cache "$tmp/cache"
+# a kernel workspace is part of the working set the certificate names
+cat >"$tmp/ws.json" <<'JSON'
+{"format": "bufplan-graph", "version": 1, "name": "ws",
+ "tensors": [{"name": "x", "bytes": 4096}, {"name": "y", "bytes": 4096}],
+ "ops": [{"name": "conv", "type": "Conv", "inputs": ["x"], "outputs": ["y"], "workspace": 65536}],
+ "inputs": ["x"], "outputs": ["y"]}
+JSON
+expect_msg 1 "its kernel workspaces included" "$CLI" plan "$tmp/ws.json" --budget 8K
 exit $fail
