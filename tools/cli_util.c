@@ -96,7 +96,7 @@ const char cli_plan_opts_help[] =
     "  --budget BYTES         memory budget (suffixes K M G); exit 1 if it cannot fit\n"
     "  --fallback F           over the budget: recompute,offload (default), recompute,\n"
     "                         offload or none (docs/FALLBACK.md)\n"
-    "  --host-bandwidth B     bytes/s of an offload or prefetch (default 16G)\n"
+    "  --host-bandwidth B     bytes/s of an offload or prefetch (default 16e9 = 16 GB/s)\n"
     "  --alignment N          offset alignment, a power of two (default 256)\n"
     "  --time-limit S         seconds for searches (default 10)\n"
     "  --seed N               seed for randomised searches (default 1)\n"

@@ -429,6 +429,27 @@ static bp_status set_engine(bp_config *c, const char *w, const char *k, json_t *
     return set_text(c->engine, sizeof c->engine, w, k, v, "a string (a profile name or file) or null", err);
 }
 
+/* "fallback": "recompute,offload", "recompute", "offload" or "none" (what
+ * the planner may add when a budget is over the best order's arena). */
+static bp_status set_fallback(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
+{
+    if (!json_is_string(v)) return cfg_bad(err, w, k, "a string (\"recompute,offload\", \"recompute\", \"offload\" or \"none\")", v);
+    if (!bp_fallback_parse(json_string_value(v), &c->plan.fallback))
+        return cfg_range(err, w, k, "expected \"recompute,offload\", \"recompute\", \"offload\" or \"none\"");
+    return BP_OK;
+}
+
+/* "host_bandwidth": bytes per second of an offload or a prefetch, > 0. */
+static bp_status set_host_bandwidth(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
+{
+    uint64_t b = 0;
+    bp_status s = get_bytes(w, k, v, &b, err);
+    if (s) return s;
+    if (!b) return cfg_range(err, w, k, "a bandwidth must be above 0 bytes per second");
+    c->plan.host_bandwidth = (double)b;
+    return BP_OK;
+}
+
 static bp_status set_buckets(bp_config *c, const char *w, const char *k, json_t *v, bp_error *err)
 {
     if (json_is_string(v)) return cfg_buckets_str(c, w, json_string_value(v), err);
@@ -506,6 +527,8 @@ static const cfg_key cfg_keys[] = {
     {"cache_verify", CT_BOOL, set_cache_verify},
     {"concat_inplace", CT_BOOL, set_concat_inplace},
     {"engine", CT_STR, set_engine},
+    {"fallback", CT_STR, set_fallback},
+    {"host_bandwidth", CT_BYTES, set_host_bandwidth},
     {"limits", CT_OBJ, set_limits},
     {"max_memory", CT_BYTES, set_max_memory},
     {"max_seconds", CT_NUM, set_max_seconds},
@@ -516,7 +539,7 @@ static const char *const cfg_key_names[] = {
     "format", "version", "preset", "scheduler", "alpha", "beta", "time_limit", "budget", "assigner",
     "alignment", "seed", "alias", "plan_inputs", "plan_constants", "fence_aware", "replan",
     "warmup_runs", "dynamic_policy", "buckets", "compaction_interval", "threads", "cache_dir",
-    "cache_verify", "concat_inplace", "engine", "limits", "max_memory", "max_seconds", NULL,
+    "cache_verify", "concat_inplace", "engine", "fallback", "host_bandwidth", "limits", "max_memory", "max_seconds", NULL,
 };
 
 const char *const *bp_config_keys(void) { return cfg_key_names; }
@@ -672,6 +695,10 @@ bp_status bp_config_write_json(const bp_config *c, FILE *f, bp_error *err)
     fprintf(f, ",\n  \"concat_inplace\": %s", p->concat_inplace ? "true" : "false");
     fputs(",\n  \"engine\": ", f);
     if (c->engine[0]) bp__json_str(f, c->engine); else fputs("null", f);
+    unsigned fb = p->fallback & (BP_FALLBACK_RECOMPUTE | BP_FALLBACK_OFFLOAD);
+    fprintf(f, ",\n  \"fallback\": \"%s\"", fb == (BP_FALLBACK_RECOMPUTE | BP_FALLBACK_OFFLOAD) ? "recompute,offload"
+                                              : fb == BP_FALLBACK_RECOMPUTE ? "recompute" : fb ? "offload" : "none");
+    fprintf(f, ",\n  \"host_bandwidth\": %s", bp__fmt_double(d1, p->host_bandwidth));
     fputs(",\n  \"limits\": ", f);
     bp__config_write_limits(c, f);
     fprintf(f, ",\n  \"max_memory\": %" PRIu64 ",\n  \"max_seconds\": %s\n}\n", c->max_memory, bp__fmt_double(d1, c->max_seconds));

@@ -62,6 +62,8 @@ static int ck_concat(const bp_config *c) { return c->plan.concat_inplace == 1; }
 static int ck_preset(const bp_config *c) { return !strcmp(c->preset, "training") && c->plan.beta > c->plan.alpha; }
 static int ck_format(const bp_config *c) { (void)c; return 1; }
 static int ck_engine(const bp_config *c) { return !strcmp(c->engine, "ort-cpu"); }
+static int ck_fallback(const bp_config *c) { return c->plan.fallback == BP_FALLBACK_RECOMPUTE; }
+static int ck_hostbw(const bp_config *c) { return c->plan.host_bandwidth == 8.0 * 1024 * 1024 * 1024; }
 static int ck_limits(const bp_config *c) { return c->limits.max_ops == 1000 && c->limits.max_rank == 8 && c->max_run_bytes == 1 << 20; }
 static int ck_maxmem(const bp_config *c) { return c->max_memory == 1 << 30; }
 static int ck_maxsec(const bp_config *c) { return c->max_seconds == 2.5; }
@@ -92,6 +94,8 @@ static const key_case cases[] = {
     {"cache_verify", "true", "yes", ck_cverify},
     {"concat_inplace", "true", "on", ck_concat},
     {"engine", "\"ort-cpu\"", "ort-cpu", ck_engine},
+    {"fallback", "\"recompute\"", "recompute", ck_fallback},
+    {"host_bandwidth", "\"8G\"", "8G", ck_hostbw},
     {"limits", "{\"max_ops\": 1000, \"max_rank\": 8, \"max_run_bytes\": \"1M\"}", "max_ops=1000,max_rank=8,max_run_bytes=1M", ck_limits},
     {"max_memory", "\"1G\"", "1GiB", ck_maxmem},
     {"max_seconds", "2.5", "2.5", ck_maxsec},
@@ -109,7 +113,7 @@ static const char *wrong_type(const char *key)
     for (int i = 0; bool_keys[i]; i++) if (!strcmp(key, bool_keys[i])) return "1";
     if (!strcmp(key, "buckets")) return "[128]";
     if (!strcmp(key, "limits")) return "[1000]";
-    if (!strcmp(key, "budget") || !strcmp(key, "max_memory")) return "true";
+    if (!strcmp(key, "budget") || !strcmp(key, "max_memory") || !strcmp(key, "host_bandwidth")) return "true";
     return "42"; /* string keys */
 }
 
