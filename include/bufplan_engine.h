@@ -87,6 +87,12 @@ BP_API uint64_t bp_engine_digest(const bp_engine *e);
 
 /* The engine a plan was made for (a copy it owns); NULL for the default. */
 BP_API const bp_engine *bp_plan_engine(const bp_plan *p);
+/* The engine profile a plan file was made for (its "engine" key), read
+ * before the plan itself so that its workspace formulas can be given to the
+ * graph first (bp_engine_apply_workspaces); *out is NULL when the file
+ * names none (the default).  Uses g's allocator and limits; the caller
+ * frees *out with bp_engine_free. */
+BP_API bp_status bp_plan_read_engine(const bp_graph *g, const char *path, bp_engine **out, bp_error *err);
 
 /* Gives every op of g whose type has a workspace formula in e, and that has
  * no workspace yet, the workspace the formula says (in bytes: the formula's

@@ -33,10 +33,18 @@ int cmd_verify(int argc, char **argv)
     bp_error err = {0};
     bp_graph *g = NULL;
     bp_plan *p = NULL;
-    bp_plan_options po;   /* --engine: its workspaces (the plan carries the profile itself) */
+    bp_plan_options po;   /* --engine, else the plan's own profile: its workspaces */
     bp_plan_options_init(&po);
     if (cli_load_graph(&go, &g, &err)) return cli_fail(&err);
     if (cli_engine_load(&go, g, &po, &err)) { int rc = cli_fail(&err); cli_graph_free(&go, g); return rc; }
+    if (!go.engine) {   /* the profile the plan file carries gives the graph its workspaces */
+        if (bp_plan_read_engine(g, plan_path, &go.engine_obj, &err) ||
+            (go.engine_obj && bp_engine_apply_workspaces(go.engine_obj, g, &err))) {
+            int rc = cli_fail(&err);
+            cli_graph_free(&go, g);
+            return rc;
+        }
+    }
     if (bp_plan_read_json(g, plan_path, &p, &err)) { int rc = cli_fail(&err); cli_graph_free(&go, g); return rc; }
     bp_status s = bp_verify(g, p, &err);
     if (s == BP_OK) {

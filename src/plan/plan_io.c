@@ -727,3 +727,26 @@ bp_status bp_plan_read_json(const bp_graph *g, const char *path, bp_plan **out, 
     bp_status s = bp__json_load_file_lim(path, &g->alloc, &g->lim, &root, err);
     return s ? s : pj_build(root, path, g, out, err);
 }
+
+bp_status bp_plan_read_engine(const bp_graph *g, const char *path, bp_engine **out, bp_error *err)
+{
+    if (!out) return bp__err(err, BP_ERR_USAGE, "bp_plan_read_engine: out is NULL");
+    *out = NULL;
+    if (!g || !path) return bp__err(err, BP_ERR_USAGE, "bp_plan_read_engine: NULL argument");
+    json_t *root;
+    bp_status s = bp__json_load_file_lim(path, &g->alloc, &g->lim, &root, err);
+    if (s) return s;
+    const json_t *v = json_is_object(root) ? json_object_get(root, "engine") : NULL;
+    if (v && !json_is_object(v)) {
+        s = bp__err(err, BP_ERR_INVALID, "%s: \"engine\" must be an engine profile object, not %s", path, bp__json_type(v));
+    } else if (v) {
+        char *text = json_dumps(v, JSON_COMPACT);
+        char where[300];
+        snprintf(where, sizeof where, "%s: \"engine\"", path);
+        s = text ? bp_engine_parse_json(text, strlen(text), where, &g->alloc, out, err)
+                 : bp__err(err, BP_ERR_NOMEM, "%s: out of memory", path);
+        free(text);
+    }
+    json_decref(root);
+    return s;
+}

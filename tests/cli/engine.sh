@@ -44,5 +44,10 @@ if [ -f "$m" ]; then
   "$CLI" plan "$m" --dim N=1 --engine ort-cpu -q -o "$tmp/pr.json" || bad "plan resnet18 --engine ort-cpu"
   grep -q '#ws0", "bytes": [1-9]' "$tmp/pr.json" || bad "no Conv workspace in the ort-cpu plan of resnet18"
   "$CLI" verify "$m" "$tmp/pr.json" --dim N=1 --engine ort-cpu >/dev/null || bad "the ort-cpu plan of resnet18 does not verify"
+  # without --engine: the profile the plan carries gives the graph its Conv workspaces
+  expect_msg 0 "the plan is sound" "$CLI" verify "$m" "$tmp/pr.json" --dim N=1
+  # a profile of the wrong kind in the plan file is refused, naming the key
+  /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["engine"]=7; json.dump(d, open(sys.argv[2], "w"))' "$tmp/pr.json" "$tmp/pr_bad.json"
+  expect_msg 2 '"engine" must be an engine profile object' "$CLI" verify "$m" "$tmp/pr_bad.json" --dim N=1
 fi
 exit $fail
