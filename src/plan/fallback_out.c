@@ -84,10 +84,12 @@ static fb_xev *extra_events(const fb_model *m, const bp_plan *p, const int32_t *
         uint64_t prev_off = prev >= 0 ? p->copies[prev].offset : p->tp[c->tensor].offset;
         int32_t buf = p->tp[c->tensor].buffer;
         bool rc = c->kind == BP_COPY_RECOMPUTE;
-        x[k++] = (fb_xev){c->evict, 1, rc ? 0 : 1, (int32_t)k,
-                          {rc ? BP_EV_FREE : BP_EV_OFFLOAD, c->tensor, p->order[c->evict], buf, prev_off}};
-        x[k++] = (fb_xev){c->first, 0, rc ? 1 + m->step[c->op] : 0, (int32_t)k,
-                          {rc ? BP_EV_RECOMPUTE : BP_EV_PREFETCH, c->tensor, rc ? c->op : p->order[c->first], buf, c->offset}};
+        x[k] = (fb_xev){c->evict, 1, rc ? 0 : 1, (int32_t)k,
+                        {rc ? BP_EV_FREE : BP_EV_OFFLOAD, c->tensor, p->order[c->evict], buf, prev_off}};
+        k++;
+        x[k] = (fb_xev){c->first, 0, rc ? 1 + m->step[c->op] : 0, (int32_t)k,
+                        {rc ? BP_EV_RECOMPUTE : BP_EV_PREFETCH, c->tensor, rc ? c->op : p->order[c->first], buf, c->offset}};
+        k++;
         (void)sid;
     }
     (void)last_copy;

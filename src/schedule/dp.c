@@ -315,8 +315,6 @@ int bp__sched_dp_groups(const bp__sgraph *sg, const bp__sim *start, const int32_
         for (size_t i = 0; i < d.hcap; i++) d.hash[i] = -1;
         for (size_t si = lo; si < hi; si++) {
             const uint64_t *S = d.mask + si * (size_t)W;
-            int32_t nS = L;
-            if (grp_off) { nS = 0; for (int32_t w = 0; w < W; w++) nS += popc(S[w]); }
             for (int32_t g = 0; g < ng; g++) {
                 int32_t g0 = GLO(g);
                 if (S[g0 / 64] >> (g0 % 64) & 1) continue;
