@@ -341,6 +341,7 @@ bp_status bp__ox_inf_onehot(bp__ox_op *x)
     else BP__OX_FRESH(depth, 0, r);
     int64_t ax = bp__ox_norm_axis(bp__ox_attr_i(x, "axis", -1), r + 1);
     if (ax < 0 || ax > r) return bp__ox_bad(x, "axis out of range");
+    if (r + 1 > MR) return bp__ox_bad(x, "output rank %d is over the limit", r + 1);
     int64_t d[MR] = {0};
     for (int i = 0, j = 0; i <= r; i++) d[i] = i == ax ? depth : bp__ox_shape(x, ix)[j++];
     return bp__ox_set_out(x, 0, dt, r + 1, d);
