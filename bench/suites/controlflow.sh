@@ -10,6 +10,7 @@
 # torch.onnx).  Prints a Markdown table.
 set -euo pipefail
 cli="$BP_BUILD/bufplan"
+here=$(cd "$(dirname "$0")" && pwd)
 data=${BP_DATA:-$(cd "$(dirname "$0")/../../.." && pwd)/shared/data}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -43,27 +44,8 @@ onnx.save(m, sys.argv[1] + "/loop_if.onnx")
 PYEOF
   models+=("loop_if (onnx.helper, 8 trips)|$tmp/loop_if.onnx|")
   if "$PY" -c "import torch" 2>/dev/null; then
-    cat >"$tmp/export.py" <<'PYEOF'
-import sys, warnings, torch
-warnings.filterwarnings("ignore")
-class LoopIf(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(256, 256)
-    def forward(self, x, steps):
-        h = x
-        for i in range(steps.size(0)):
-            h = self.lin(h)
-            if bool(h.sum() > 0):
-                h = torch.relu(h)
-            else:
-                h = torch.tanh(h) * 2
-        return h
-torch.manual_seed(0)
-torch.onnx.export(torch.jit.script(LoopIf()), (torch.randn(64, 256), torch.zeros(8)), sys.argv[1] + "/torch_loop_if.onnx",
-                  opset_version=16, input_names=["x", "steps"], output_names=["y"])
-PYEOF
-    "$PY" "$tmp/export.py" "$tmp" 2>/dev/null && models+=("torch_loop_if (torch.jit.script)|$tmp/torch_loop_if.onnx|")
+    "$PY" "$here/../../tests/onnx/torch_controlflow.py" "$tmp" --rows 64 --width 256 --steps 8 loopif 2>/dev/null &&
+      models+=("torch_loop_if (torch.jit.script)|$tmp/loopif.onnx|")
   fi
 fi
 [ ${#models[@]} -gt 0 ] || { echo "controlflow: no model (shared/data/controlflow missing and no python3-onnx): skipped"; exit 0; }
