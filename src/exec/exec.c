@@ -500,7 +500,10 @@ void *bp_exec_tensor_data(const bp_exec *ex, int32_t t, uint64_t *bytes)
     if (!ex || t < 0 || t >= ex->nt) { if (bytes) *bytes = 0; return NULL; }
     if (bytes) *bytes = ex->tbytes[t];
     int32_t r = ex->root[t];
-    if (ex->external[r] && ex->sk[r] == BP__SK_ARENA) return ex->sptr[r];  /* a planned input: what was given */
+    /* a planned input itself: what was given (its arena bytes may have been
+     * reused); a tensor made by an op over it (in place, or a view of such
+     * an output) lives in the arena */
+    if (ex->external[r] && ex->sk[r] == BP__SK_ARENA && ex->g->t[t].producer < 0) return ex->sptr[r];
     return ex->tptr[t];
 }
 

@@ -30,4 +30,8 @@ done
 printf '{"format": "bufplan-graph", "version": 1, "tensors": [{"name": "x", "dtype": "f32", "shape": [16]}, {"name": "a", "dtype": "f32", "shape": [16]}, {"name": "v", "dtype": "f32", "shape": ["N"]}, {"name": "y", "dtype": "f32", "shape": [16]}], "ops": [{"name": "op0", "type": "Relu", "inputs": ["x"], "outputs": ["a"]}, {"name": "op1", "type": "Reshape", "inputs": ["a"], "outputs": ["v"]}, {"name": "op2", "type": "Relu", "inputs": ["v"], "outputs": ["y"]}], "inputs": ["x"], "outputs": ["y"]}\n' > "$tmp/sym.json"
 "$CLI" plan "$tmp/sym.json" --dim N=16 -q -o "$tmp/sym.plan.json" || bad "the symbolic view at its root's size should plan"
 expect_msg 2 'tensor "v" (256 bytes) is a view of "a" (64 bytes)' "$CLI" plan "$tmp/sym.json" --dim N=64 -q
+# a graph output that is a view of an output written in place over a graph
+# input planned in the arena: read from the arena, not from the given input
+printf '{"format": "bufplan-graph", "version": 1, "tensors": [{"name": "x", "shape": [16], "dtype": "f32"}, {"name": "w", "shape": [16], "dtype": "f32"}, {"name": "y", "shape": [16], "dtype": "f32"}, {"name": "v", "shape": [16], "dtype": "f32", "view_of": "y"}], "ops": [{"name": "mul", "type": "Mul", "inputs": ["x", "w"], "outputs": ["y"]}, {"name": "r", "type": "Reshape", "inputs": ["y"], "outputs": ["v"]}], "inputs": ["x", "w"], "outputs": ["v"]}\n' > "$tmp/inview.json"
+expect_msg 0 "verify: ok" "$CLI" run "$tmp/inview.json" --plan-inputs --verify
 exit $fail

@@ -406,7 +406,6 @@ static void test_random(void)
         bp_plan_options po;
         sched_random_opts(&rs, &po);
         po.engine = e;
-        po.plan_inputs = 0;   /* a view of an in-place output over a planned graph input: docs/design/engines.md */
         po.sched = (test_rand(&rs) % 2) ? BP_SCHED_GIVEN : BP_SCHED_LIST;
         bp_plan *p = NULL;
         bp_status s = bp_plan_graph(g, &po, &p, &err);
