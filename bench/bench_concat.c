@@ -27,6 +27,8 @@ typedef struct row {
     uint64_t off, on, merged;
     int slices;
     double t_off, t_on;
+    bp_concat_bound_info floor;    /* for the order of today's plan */
+    char cert[320];                /* the floor's boundary, in words */
 } row;
 
 static int bind_all(bp_graph *g)
@@ -36,9 +38,13 @@ static int bind_all(bp_graph *g)
         for (int i = 0; i < bp_graph_tensor_rank(g, t); i++) {
             const char *s = bp_graph_tensor_dim_symbol(g, t, i);
             int64_t d[16];
-            if (s && bp_graph_tensor_dims(g, t, d, 16) > i && d[i] == BP_DIM_SYMBOLIC && bp_graph_bind_dim(g, s, 1, &e)) return -1;
+            if (s && bp_graph_tensor_dims(g, t, d, 16) > i && d[i] == BP_DIM_SYMBOLIC && bp_graph_bind_dim(g, s, 1, &e)) {
+                fprintf(stderr, "%s: %s\n", bp_graph_name(g), e.msg);
+                return -1;
+            }
         }
-    return bp_graph_finalize(g, &e) ? -1 : 0;
+    if (bp_graph_finalize(g, &e)) { fprintf(stderr, "%s: %s\n", bp_graph_name(g), e.msg); return -1; }
+    return 0;
 }
 
 static int count_concat(const bp_graph *g)
@@ -50,7 +56,8 @@ static int count_concat(const bp_graph *g)
 }
 
 /* Plans g with o; the arena, the slices and the seconds; -1 on failure. */
-static int plan_one(bp_graph *g, const bp_plan_options *o, bool merged_only, uint64_t *arena, int *slices, double *secs)
+static int plan_one(bp_graph *g, const bp_plan_options *o, bool merged_only, uint64_t *arena, int *slices, double *secs,
+                    row *fl)
 {
     bp_error e;
     if (bp_graph_n_bodies(g) && bp_graph_reserve_bodies(g, o, &e)) { fprintf(stderr, "%s: %s\n", bp_graph_name(g), e.msg); return -1; }
@@ -71,6 +78,15 @@ static int plan_one(bp_graph *g, const bp_plan_options *o, bool merged_only, uin
     *secs = bp_plan_get_stats(p)->plan_seconds;
     *slices = 0;
     for (int32_t t = 0; t < bp_plan_n_tensors(p); t++) *slices += bp_plan_tensor(p, t)->view_offset != 0;
+    if (fl && !bp_graph_n_bodies(g)) {
+        bp_concat_bound_info *b = &fl->floor;
+        if (bp_concat_bound(g, o, bp_plan_schedule(p), b, &e)) { fprintf(stderr, "%s: %s\n", bp_graph_name(g), e.msg); bp_plan_free(p); return -1; }
+        if (b->bytes > *arena) { fprintf(stderr, "%s: the floor %llu is above the arena %llu\n", bp_graph_name(g), (unsigned long long)b->bytes, (unsigned long long)*arena); bp_plan_free(p); return -1; }
+        if (b->op >= 0)
+            snprintf(fl->cert, sizeof fl->cert, "%s step %d (%s \"%s\"): %d storages live, the largest \"%s\" (%.2f MiB)", b->during ? "during" : "after", b->step,
+                     bp_graph_op_type(g, b->op), bp_graph_op_name(g, b->op), b->n_live, b->largest >= 0 ? bp_graph_tensor_name(g, b->largest) : "-",
+                     b->largest >= 0 ? (double)bp_graph_tensor_bytes(g, b->largest) / 1048576.0 : 0.0);
+    }
     bp_plan_free(p);
     return 0;
 }
@@ -87,8 +103,8 @@ static int measure(bp_graph *g, const char *name, bool quick, row *r)
     r->n_concat = count_concat(g);
     int sl = 0;
     double t;
-    if (plan_one(g, &off, false, &r->off, &sl, &r->t_off) || plan_one(g, &on, false, &r->on, &sl, &r->t_on) ||
-        plan_one(g, &on, true, &r->merged, &r->slices, &t))
+    if (plan_one(g, &off, false, &r->off, &sl, &r->t_off, r) || plan_one(g, &on, false, &r->on, &sl, &r->t_on, NULL) ||
+        plan_one(g, &on, true, &r->merged, &r->slices, &t, NULL))
         return -1;
     return 0;
 }
@@ -193,8 +209,8 @@ int main(int argc, char **argv)
         else n++;
         bp_graph_free(g);
     }
-    printf("| graph | Concats | today (MiB) | concat in place (MiB) | change | merged plan alone (MiB) | slices | plan ms today / in place |\n");
-    printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| graph | Concats | today (MiB) | concat in place (MiB) | change | merged plan alone (MiB) | slices | floor (MiB) | floor / today | plan ms today / in place |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     int higher = 0, total = 0, lower = 0;
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
@@ -202,13 +218,19 @@ int main(int argc, char **argv)
         if (r->on > r->off) { higher++; fprintf(stderr, "HIGHER: %s: %llu > %llu\n", r->name, (unsigned long long)r->on, (unsigned long long)r->off); }
         lower += r->on < r->off;
         if (!r->n_concat && r->on == r->off) continue;   /* a graph without a Concat is listed when its Splits changed it */
-        char a[32], b[32], c[32];
+        char a[32], b[32], c[32], f[32];
         mib(a, sizeof a, r->off);
         mib(b, sizeof b, r->on);
         mib(c, sizeof c, r->merged);
-        printf("| %s | %d | %s | %s | %+.1f%% | %s | %d | %.1f / %.1f |\n", r->name, r->n_concat, a, b,
-               r->off ? 100.0 * ((double)r->on - (double)r->off) / (double)r->off : 0.0, c, r->slices, r->t_off * 1e3, r->t_on * 1e3);
+        mib(f, sizeof f, r->floor.bytes);
+        printf("| %s | %d | %s | %s | %+.1f%% | %s | %d | %s | %.3f | %.1f / %.1f |\n", r->name, r->n_concat, a, b,
+               r->off ? 100.0 * ((double)r->on - (double)r->off) / (double)r->off : 0.0, c, r->slices, f,
+               r->off ? (double)r->floor.bytes / (double)r->off : 0.0, r->t_off * 1e3, r->t_on * 1e3);
     }
+    printf("\nWhere the floor is above 0.8 of today's arena, no Concat-in-place choice (whole, partial or none) saves 20%% in that order; "
+           "the boundary that forces it:\n\n");
+    for (int i = 0; i < n; i++)
+        if (rows[i].n_concat && rows[i].floor.bytes * 5 > rows[i].off * 4) printf("- %s: floor %.2f MiB, %s\n", rows[i].name, (double)rows[i].floor.bytes / 1048576.0, rows[i].cert);
     printf("\n%d graphs planned without and with concat_inplace (%s scheduler): %d lower, %d higher, %d failed\n", total,
            quick ? "kahn" : "best", lower, higher, bad);
     return higher || bad ? 1 : 0;

@@ -563,6 +563,25 @@ BP_API bool bp_fallback_parse(const char *s, unsigned *out);
  * err->msg (up to 10 of them, separated by newlines, then "... and N more"). */
 BP_API bp_status bp_verify(const bp_graph *g, const bp_plan *p, bp_error *err);
 
+/* A floor on the arena of every Concat-in-place choice (whole, partial or
+ * none) for one order: the largest sum, over the boundaries between steps,
+ * and over the steps themselves (an output that may be written in place
+ * over a dying input of its size not counted), of the bytes that must be
+ * live there, a Concat's output and its slices counted once
+ * (docs/design/concat_bound.md).  The certificate is step `step` (op `op`),
+ * during it (during = 1) or after it, where `n_live` storages are live, the
+ * largest of them the storage of tensor `largest`.  opts: the profile
+ * and plan_inputs (NULL: the defaults); control flow is refused. */
+typedef struct bp_concat_bound_info {
+    uint64_t bytes;          /* the floor */
+    int32_t step, op;        /* the step, and its op */
+    int32_t during;          /* 1: during the step; 0: after it */
+    int32_t n_live;          /* storages live across it */
+    int32_t largest;         /* the root tensor of the largest of them */
+} bp_concat_bound_info;
+BP_API bp_status bp_concat_bound(const bp_graph *g, const bp_plan_options *opts, const int32_t *order,
+                                 bp_concat_bound_info *out, bp_error *err);
+
 /* ------------------------------------------------------------- lifetimes */
 
 /* Live intervals for an order (op ids, a permutation), as docs/ARCHITECTURE.md defines them:

@@ -11,7 +11,11 @@
  *    onto another slice (two writers of the same live bytes), a slice
  *    claimed by another storage, a view_offset past the storage's end;
  *  - on a share of the graphs, the executor with digest kernels matches
- *    safe mode on 1, 2 and 4 threads.
+ *    safe mode on 1, 2 and 4 threads;
+ *  - the floor of bp_concat_bound for the order is at or below the arena of
+ *    the merged and the unmerged plan for that order, and at or above the
+ *    largest tensor in a storage of its own; an order that is no permutation is refused;
+ *    on a DenseNet-like block it is the floor worked out by hand.
  */
 #include "bufplan.h"
 #include "check.h"
@@ -170,11 +174,42 @@ static int mutate_rejected(const bp_graph *g, bp_plan *p, int32_t t, int m, int3
     return s == BP_ERR_VERIFY;
 }
 
+/* A DenseNet-like block whose floor is worked out by hand: x -> a -> b,
+ * c = [a, b], r = Relu(c), d = Conv(r), e = [a, b, d] (the output); 16
+ * bytes a channel.  During d's step a and b (read by e), r and d are live:
+ * 64 + 64 + 128 + 64 = 320 bytes, and no merge lets them share. */
+static void floor_by_hand(void)
+{
+    rg r;
+    memset(&r, 0, sizeof r);
+    r.g = bp_graph_new("block", NULL);
+    int32_t x = rg_map(&r, 4), a = rg_map(&r, 4), b = rg_map(&r, 4), c = rg_map(&r, 8), rl = rg_map(&r, 8), d = rg_map(&r, 4),
+            e = rg_map(&r, 12);
+    bp_graph_mark(r.g, x, BP_TENSOR_INPUT, &r.err);
+    rg_op(&r, "Conv", 1, &x, 1, &a);
+    rg_op(&r, "Conv", 1, &a, 1, &b);
+    int32_t ab[3] = {a, b, d};
+    rg_op(&r, "Concat", 2, ab, 1, &c);
+    rg_op(&r, "Relu", 1, &c, 1, &rl);
+    rg_op(&r, "Conv", 1, &rl, 1, &d);
+    rg_op(&r, "Concat", 3, ab, 1, &e);
+    bp_graph_mark(r.g, e, BP_TENSOR_OUTPUT, &r.err);
+    REQUIRE(bp_graph_finalize(r.g, &r.err) == BP_OK);
+    int32_t order[6] = {0, 1, 2, 3, 4, 5};
+    bp_concat_bound_info fl;
+    CHECK_OK(bp_concat_bound(r.g, NULL, order, &fl, &r.err), r.err);
+    CHECK_MSG(fl.bytes == 320 && fl.step == 4 && fl.during == 1 && fl.op == 4 && fl.n_live == 4,
+              "block: floor %llu at step %d (during %d, %d live), expected 320 during step 4 with 4 live", (unsigned long long)fl.bytes,
+              fl.step, fl.during, fl.n_live);
+    bp_graph_free(r.g);
+}
+
 int main(void)
 {
     bp_error err;
     unsigned long long s = 20261202;
-    int n_merged = 0, n_nested = 0, n_mut = 0, n_exec = 0, n_lower = 0;
+    floor_by_hand();
+    int n_merged = 0, n_nested = 0, n_mut = 0, n_exec = 0, n_lower = 0, n_floor_tight = 0;
     for (int gi = 0; gi < N_GRAPHS; gi++) {
         bp_graph *g = rg_build(test_rand(&s));
         bp_plan_options on, off;
@@ -192,6 +227,33 @@ int main(void)
         CHECK_OK(bp_plan_graph(g, &on, &best, &err), err);
         CHECK_OK(bp_plan_graph(g, &off, &base, &err), err);
         REQUIRE(p && best && base);
+        {   /* the floor, against both plans for this order */
+            bp_plan *po = NULL;
+            bp_concat_bound_info fl;
+            CHECK_OK(bp_plan_graph_order(g, &off, order, &po, &err), err);
+            CHECK_OK(bp_concat_bound(g, &on, order, &fl, &err), err);
+            uint64_t big = 0;
+            for (int32_t u = 0; u < bp_graph_n_tensors(g); u++) {   /* its own storage, read later: one atom, live after its step */
+                int32_t pr = bp_graph_tensor_producer(g, u);
+                const int32_t *cs;
+                if (pr < 0 || bp_plan_tensor(po, u)->offset == BP_NO_OFFSET || bp_plan_tensor(po, u)->alias_of >= 0 ||
+                    !strcmp(bp_graph_op_type(g, pr), "Split") || !strcmp(bp_graph_op_type(g, pr), "Concat") || !bp_graph_tensor_consumers(g, u, &cs))
+                    continue;
+                if (bp_graph_tensor_bytes(g, u) > big) big = bp_graph_tensor_bytes(g, u);
+            }
+            CHECK_MSG(fl.bytes <= p->stats.arena_bytes && fl.bytes <= po->stats.arena_bytes, "graph %d: floor %llu above an arena (%llu merged, %llu not)",
+                      gi, (unsigned long long)fl.bytes, (unsigned long long)p->stats.arena_bytes, (unsigned long long)po->stats.arena_bytes);
+            CHECK_MSG(fl.bytes >= big && fl.op == order[fl.step], "graph %d: floor %llu below the largest tensor %llu", gi,
+                      (unsigned long long)fl.bytes, (unsigned long long)big);
+            n_floor_tight += fl.bytes == po->stats.arena_bytes;
+            bp_plan_free(po);
+            if (gi == 0 && bp_graph_n_ops(g) > 1) {
+                int32_t keep = order[1];
+                order[1] = order[0];
+                CHECK(bp_concat_bound(g, &on, order, &fl, &err) == BP_ERR_USAGE && strstr(err.msg, "no permutation"));
+                order[1] = keep;
+            }
+        }
         bp_status vs = bp_verify(g, p, &err);
         if (getenv("BP_TEST_DUMP") && atoi(getenv("BP_TEST_DUMP")) == gi) {   /* debugging aid: the graph and its plan */
             bp_graph_write_json(g, "concat_graph.json", NULL);
@@ -250,8 +312,8 @@ int main(void)
         free(order);
         bp_graph_free(g);
     }
-    printf("concat in place: %d graphs, %d with slices (%d nested), %d mutations rejected, %d run on 1/2/4 threads, %d with a smaller arena\n",
-           N_GRAPHS, n_merged, n_nested, n_mut, n_exec, n_lower);
+    printf("concat in place: %d graphs, %d with slices (%d nested), %d mutations rejected, %d run on 1/2/4 threads, %d with a smaller arena, %d floors equal to the unmerged arena\n",
+           N_GRAPHS, n_merged, n_nested, n_mut, n_exec, n_lower, n_floor_tight);
     CHECK(n_merged > N_GRAPHS / 4);
     CHECK(n_nested > 10);
     CHECK(n_lower > 10);
