@@ -13,7 +13,8 @@
  *             Identity and their aten forms); nothing in place, no hints.
  *   ort-cpu   ONNX Runtime's CPU kernels: Alias(0, 0) on Reshape, Flatten,
  *             Squeeze, Unsqueeze, Identity, Dropout; MayInplace(0, 0) on the
- *             unary activations and Clip (same dtype); Conv's im2col buffer.
+ *             unary activations and Clip (same dtype); Conv's MLAS working
+ *             buffer (one thread).
  */
 #include "graph/engine.h"
 
@@ -51,11 +52,18 @@ static const char *const ort_inplace_types[] = {
     "ThresholdedRelu", "Clip", NULL,
 };
 
-/* im2col of ONNX Runtime's CPU Conv (2-D): kernel_dim x output image size
- * elements, none for a 1x1 kernel that keeps the image size. */
+/* The working buffer of ONNX Runtime's CPU Conv (2-D, MLAS, one thread), in
+ * elements: none for a pointwise conv (1x1 kernel keeping the image size);
+ * the full im2col (K x S, K = C_in/group x kH x kW, S = H_out x W_out) when
+ * the filters per group F exceed S; else one 128x128 segment, or for grouped
+ * convs max(K x S, F x S, 128x128).  G = C_in / (C_in/group). */
 static const char ort_conv_ws[] =
-    "in1[1] * in1[2] * in1[3] * out0[2] * out0[3]"
-    " * max(min(in1[2] * in1[3] - 1, 1), min(in0[2] * in0[3] - out0[2] * out0[3], 1))";
+    "max(min(in1[2] * in1[3] - 1, 1), min(max(in0[2] * in0[3] - out0[2] * out0[3], 0), 1))"
+    " * (min(max(out0[1] / (in0[1] / in1[1]) - out0[2] * out0[3], 0), 1) * in1[1] * in1[2] * in1[3] * out0[2] * out0[3]"
+    " + (1 - min(max(out0[1] / (in0[1] / in1[1]) - out0[2] * out0[3], 0), 1))"
+    " * (min(max(in0[1] / in1[1] - 1, 0), 1)"
+    " * max(max(in1[1] * in1[2] * in1[3], out0[1] / (in0[1] / in1[1])) * out0[2] * out0[3], 16384)"
+    " + (1 - min(max(in0[1] / in1[1] - 1, 0), 1)) * 16384))";
 
 static const char *const builtin_names[] = {"default", "strict", "ort-cpu", NULL};
 
