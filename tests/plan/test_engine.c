@@ -303,10 +303,20 @@ static void test_workspaces(void)
     bp_graph_free(g);
 }
 
-/* ort-cpu's Conv formula (MLAS, one thread): one 128x128 segment for a 3x3
- * or strided 1x1 conv with fewer filters than output pixels, nothing for 1x1
- * stride 1, the full im2col when the filters outnumber the output pixels,
- * max(K, F) x S for a grouped conv. */
+/* A workspace formula over the inputs' and outputs' dims: MLAS's Conv working
+ * buffer (docs/design/engines.md), as a profile file would give it: one
+ * 128x128 segment for a 3x3 or strided 1x1 conv with fewer filters than
+ * output pixels, nothing for 1x1 stride 1, the full im2col when the filters
+ * outnumber the output pixels, max(K, F) x S for a grouped conv.  The
+ * built-in ort-cpu gives Conv none. */
+static const char mlas_conv_ws[] =
+    "max(min(in1[2] * in1[3] - 1, 1), min(max(in0[2] * in0[3] - out0[2] * out0[3], 0), 1))"
+    " * (min(max(out0[1] / (in0[1] / in1[1]) - out0[2] * out0[3], 0), 1) * in1[1] * in1[2] * in1[3] * out0[2] * out0[3]"
+    " + (1 - min(max(out0[1] / (in0[1] / in1[1]) - out0[2] * out0[3], 0), 1))"
+    " * (min(max(in0[1] / in1[1] - 1, 0), 1)"
+    " * max(max(in1[1] * in1[2] * in1[3], out0[1] / (in0[1] / in1[1])) * out0[2] * out0[3], 16384)"
+    " + (1 - min(max(in0[1] / in1[1] - 1, 0), 1)) * 16384))";
+
 static void test_formulas(void)
 {
     bp_error err;
@@ -337,6 +347,12 @@ static void test_formulas(void)
     CHECK_OK(bp_graph_finalize(g, &err), err);
     bp_engine *e;
     CHECK_OK(bp_engine_builtin("ort-cpu", NULL, &e, &err), err);
+    CHECK_OK(bp_engine_apply_workspaces(e, g, &err), err);
+    CHECK(bp_graph_op_n_workspaces(g, bp_graph_find_op(g, "c3")) == 0);
+    bp_engine_free(e);
+    CHECK_OK(bp_engine_new("mlas", 0, 1, NULL, &e, &err), err);
+    bp_engine_op conv = {.type = "Conv", .workspace = mlas_conv_ws};
+    CHECK_OK(bp_engine_add_op(e, &conv, &err), err);
     CHECK_OK(bp_engine_apply_workspaces(e, g, &err), err);
     CHECK(bp_graph_op_n_workspaces(g, bp_graph_find_op(g, "c3")) == 1);
     int32_t ws = bp_graph_find_tensor(g, "c3#ws0");
