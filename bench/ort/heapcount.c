@@ -61,6 +61,8 @@ static void hc_sub(void *p) {
     if (p) atomic_fetch_sub(&hc_live, (long long)malloc_usable_size(p));
 }
 
+/* The allocation entry points: each does what glibc's does (same contract,
+ * same errors) and counts the block it returns or releases. */
 void *malloc(size_t n) {
     void *p = __libc_malloc(n);
     hc_add(p);
@@ -156,6 +158,8 @@ static int hc_control(const char *path) {
 
 static int hc_is_control(const char *path) { return path && !strncmp(path, "/heapcount/", strlen("/heapcount/")); }
 
+/* access / faccessat: a /heapcount/ path is a control (hc_control); any
+ * other goes to the kernel unchanged. */
 int access(const char *path, int mode) {
     if (hc_is_control(path)) return hc_control(path);
     return (int)syscall(SYS_faccessat, AT_FDCWD, path, mode);
