@@ -6,6 +6,8 @@
 # "all") the peers' packages are installed first when missing, as `make test`
 # installs its dependencies (dpkg -s, then apt-get; BP_BENCH_INSTALL=0 skips
 # it).  A peer that is still missing is named in the pool table's header.
+# The ort suite installs its peer (onnxruntime-node, from npm) into the bench
+# cache itself, and skips, saying so, where npm cannot reach it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"

@@ -13,7 +13,8 @@
  *             Identity and their aten forms); nothing in place, no hints.
  *   ort-cpu   ONNX Runtime's CPU kernels: Alias(0, 0) on Reshape, Flatten,
  *             Squeeze, Unsqueeze, Identity, Dropout; MayInplace(0, 0) on the
- *             unary activations and Clip (same dtype); Conv's im2col buffer.
+ *             unary activations and Clip (same dtype); no workspaces
+ *             (ORT 1.30's Conv is measured to take none per run).
  */
 #include "graph/engine.h"
 
@@ -50,12 +51,6 @@ static const char *const ort_inplace_types[] = {
     "Elu", "HardSigmoid", "LeakyRelu", "Relu", "Selu", "Sigmoid", "Softplus", "Softsign", "Tanh",
     "ThresholdedRelu", "Clip", NULL,
 };
-
-/* im2col of ONNX Runtime's CPU Conv (2-D): kernel_dim x output image size
- * elements, none for a 1x1 kernel that keeps the image size. */
-static const char ort_conv_ws[] =
-    "in1[1] * in1[2] * in1[3] * out0[2] * out0[3]"
-    " * max(min(in1[2] * in1[3] - 1, 1), min(in0[2] * in0[3] - out0[2] * out0[3], 1))";
 
 static const char *const builtin_names[] = {"default", "strict", "ort-cpu", NULL};
 
@@ -304,9 +299,7 @@ static bp_status eng_fill(bp_engine *e, const char *name, bp_error *err)
     if (!strcmp(name, "strict")) return eng_add_list(e, strict_view_types, view, err);
     bp_engine_op ip = {.n_inplace = 1, .inplace = &pair00, .same_dtype = 1, .strided = 1};
     bp_status s = eng_add_list(e, ort_view_types, view, err);
-    if (!s) s = eng_add_list(e, ort_inplace_types, ip, err);
-    bp_engine_op conv = {.type = "Conv", .workspace = ort_conv_ws};
-    return s ? s : bp_engine_add_op(e, &conv, err);
+    return s ? s : eng_add_list(e, ort_inplace_types, ip, err);
 }
 
 bp_status bp_engine_builtin(const char *name, const bp_allocator *alloc, bp_engine **out, bp_error *err)

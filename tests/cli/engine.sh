@@ -2,8 +2,9 @@
 # profile, so `verify` needs no flag for it); strict keeps the Reshape views
 # and writes nothing in place; a bad name, an unknown key and a malformed op
 # type are refused naming them; the config file's "engine" key; graph
-# workspaces reach the plan as kind "workspace" and the run verifies; ort-cpu
-# gives an ONNX Conv its im2col workspace.
+# workspaces reach the plan as kind "workspace" and the run verifies; a
+# profile file's Conv formula gives an ONNX Conv its workspace (ort-cpu gives
+# none), and the plan carries that profile to `verify`.
 . "$(dirname "$0")/harness.bash"
 "$CLI" gen resnet50 -o "$tmp/g.json" || bad "gen"
 for e in default strict ort-cpu; do
@@ -38,12 +39,16 @@ J
 "$CLI" run "$tmp/w.json" --verify >/dev/null 2>&1 || bad "run --verify with workspaces"
 printf '%s' '{"format": "bufplan-graph", "version": 1, "tensors": [{"name": "x", "bytes": 4}, {"name": "y", "bytes": 4}], "ops": [{"name": "c", "type": "Conv", "inputs": ["x"], "outputs": ["y"], "workspace": [1, "big"]}], "inputs": ["x"], "outputs": ["y"]}' >"$tmp/wb.json"
 expect_msg 2 '"workspace"' "$CLI" plan "$tmp/wb.json"
-# ONNX: ort-cpu's Conv formula
+# ONNX: a Conv workspace formula from a profile file (ort-cpu plus an im2col)
 m=${BP_DATA:-../shared/data}/onnx/torchvision/resnet18.onnx
 if [ -f "$m" ]; then
-  "$CLI" plan "$m" --dim N=1 --engine ort-cpu -q -o "$tmp/pr.json" || bad "plan resnet18 --engine ort-cpu"
-  grep -q '#ws0", "bytes": [1-9]' "$tmp/pr.json" || bad "no Conv workspace in the ort-cpu plan of resnet18"
-  "$CLI" verify "$m" "$tmp/pr.json" --dim N=1 --engine ort-cpu >/dev/null || bad "the ort-cpu plan of resnet18 does not verify"
+  "$CLI" plan "$m" --dim N=1 --engine ort-cpu -q -o "$tmp/po.json" || bad "plan resnet18 --engine ort-cpu"
+  grep -q '#ws0"' "$tmp/po.json" && bad "ort-cpu gives resnet18 a Conv workspace"
+  /usr/bin/python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["engine"]; e["name"]="ort-im2col"
+e["ops"]["Conv"]={"workspace": "in1[1] * in1[2] * in1[3] * out0[2] * out0[3]"}; json.dump(e, open(sys.argv[2], "w"))' "$tmp/po.json" "$tmp/ew.json"
+  "$CLI" plan "$m" --dim N=1 --engine "$tmp/ew.json" -q -o "$tmp/pr.json" || bad "plan resnet18 --engine FILE with a Conv formula"
+  grep -q '#ws0", "bytes": [1-9]' "$tmp/pr.json" || bad "no Conv workspace in the plan of resnet18"
+  "$CLI" verify "$m" "$tmp/pr.json" --dim N=1 --engine "$tmp/ew.json" >/dev/null || bad "the workspace plan of resnet18 does not verify"
   # without --engine: the profile the plan carries gives the graph its Conv workspaces
   expect_msg 0 "the plan is sound" "$CLI" verify "$m" "$tmp/pr.json" --dim N=1
   # a profile of the wrong kind in the plan file is refused, naming the key

@@ -303,37 +303,68 @@ static void test_workspaces(void)
     bp_graph_free(g);
 }
 
-/* ort-cpu's Conv formula: im2col for 3x3, nothing for 1x1 stride 1. */
+/* A workspace formula over the inputs' and outputs' dims: MLAS's Conv working
+ * buffer (docs/design/engines.md), as a profile file would give it: one
+ * 128x128 segment for a 3x3 or strided 1x1 conv with fewer filters than
+ * output pixels, nothing for 1x1 stride 1, the full im2col when the filters
+ * outnumber the output pixels, max(K, F) x S for a grouped conv.  The
+ * built-in ort-cpu gives Conv none. */
+static const char mlas_conv_ws[] =
+    "max(min(in1[2] * in1[3] - 1, 1), min(max(in0[2] * in0[3] - out0[2] * out0[3], 0), 1))"
+    " * (min(max(out0[1] / (in0[1] / in1[1]) - out0[2] * out0[3], 0), 1) * in1[1] * in1[2] * in1[3] * out0[2] * out0[3]"
+    " + (1 - min(max(out0[1] / (in0[1] / in1[1]) - out0[2] * out0[3], 0), 1))"
+    " * (min(max(in0[1] / in1[1] - 1, 0), 1)"
+    " * max(max(in1[1] * in1[2] * in1[3], out0[1] / (in0[1] / in1[1])) * out0[2] * out0[3], 16384)"
+    " + (1 - min(max(in0[1] / in1[1] - 1, 0), 1)) * 16384))";
+
 static void test_formulas(void)
 {
     bp_error err;
     bp_graph *g = bp_graph_new("convs", NULL);
-    int32_t x, w3, w1, y3, y1, y2;
+    int32_t x, w3, w1, y3, y1, y2, wb, yb, wd, yd;
     bp_graph_add_tensor_shape(g, "x", BP_DT_F32, 4, (int64_t[]){1, 8, 16, 16}, NULL, &x, &err);
     bp_graph_add_tensor_shape(g, "w3", BP_DT_F32, 4, (int64_t[]){4, 8, 3, 3}, NULL, &w3, &err);
     bp_graph_add_tensor_shape(g, "w1", BP_DT_F32, 4, (int64_t[]){4, 4, 1, 1}, NULL, &w1, &err);
     bp_graph_add_tensor_shape(g, "y3", BP_DT_F32, 4, (int64_t[]){1, 4, 14, 14}, NULL, &y3, &err);
     bp_graph_add_tensor_shape(g, "y1", BP_DT_F32, 4, (int64_t[]){1, 4, 14, 14}, NULL, &y1, &err);
     bp_graph_add_tensor_shape(g, "y2", BP_DT_F32, 4, (int64_t[]){1, 4, 7, 7}, NULL, &y2, &err);
+    bp_graph_add_tensor_shape(g, "wb", BP_DT_F32, 4, (int64_t[]){64, 4, 3, 3}, NULL, &wb, &err);
+    bp_graph_add_tensor_shape(g, "yb", BP_DT_F32, 4, (int64_t[]){1, 64, 5, 5}, NULL, &yb, &err);
+    bp_graph_add_tensor_shape(g, "wd", BP_DT_F32, 4, (int64_t[]){64, 1, 3, 3}, NULL, &wd, &err);
+    bp_graph_add_tensor_shape(g, "yd", BP_DT_F32, 4, (int64_t[]){1, 64, 3, 3}, NULL, &yd, &err);
     bp_graph_mark(g, x, BP_TENSOR_INPUT, &err);
     bp_graph_mark(g, w3, BP_TENSOR_WEIGHT, &err);
     bp_graph_mark(g, w1, BP_TENSOR_WEIGHT, &err);
-    bp_graph_mark(g, y2, BP_TENSOR_OUTPUT, &err);
-    int32_t i3[2] = {x, w3}, i1[2] = {y3, w1}, i2[2] = {y1, w1};
+    bp_graph_mark(g, wb, BP_TENSOR_WEIGHT, &err);
+    bp_graph_mark(g, wd, BP_TENSOR_WEIGHT, &err);
+    bp_graph_mark(g, yd, BP_TENSOR_OUTPUT, &err);
+    int32_t i3[2] = {x, w3}, i1[2] = {y3, w1}, i2[2] = {y1, w1}, ib[2] = {y2, wb}, id[2] = {yb, wd};
     bp_graph_add_op(g, "c3", "Conv", 2, i3, 1, &y3, 1, NULL, &err);
     bp_graph_add_op(g, "c1", "Conv", 2, i1, 1, &y1, 1, NULL, &err);
     bp_graph_add_op(g, "c1s2", "Conv", 2, i2, 1, &y2, 1, NULL, &err);
+    bp_graph_add_op(g, "cbig", "Conv", 2, ib, 1, &yb, 1, NULL, &err);
+    bp_graph_add_op(g, "cdw", "Conv", 2, id, 1, &yd, 1, NULL, &err);
     CHECK_OK(bp_graph_finalize(g, &err), err);
     bp_engine *e;
     CHECK_OK(bp_engine_builtin("ort-cpu", NULL, &e, &err), err);
     CHECK_OK(bp_engine_apply_workspaces(e, g, &err), err);
+    CHECK(bp_graph_op_n_workspaces(g, bp_graph_find_op(g, "c3")) == 0);
+    bp_engine_free(e);
+    CHECK_OK(bp_engine_new("mlas", 0, 1, NULL, &e, &err), err);
+    bp_engine_op conv = {.type = "Conv", .workspace = mlas_conv_ws};
+    CHECK_OK(bp_engine_add_op(e, &conv, &err), err);
+    CHECK_OK(bp_engine_apply_workspaces(e, g, &err), err);
     CHECK(bp_graph_op_n_workspaces(g, bp_graph_find_op(g, "c3")) == 1);
     int32_t ws = bp_graph_find_tensor(g, "c3#ws0");
-    CHECK_MSG(ws >= 0 && bp_graph_tensor_bytes(g, ws) == 8ull * 3 * 3 * 14 * 14 * 4, "im2col %llu",
+    CHECK_MSG(ws >= 0 && bp_graph_tensor_bytes(g, ws) == 128ull * 128 * 4, "segment %llu",
               ws >= 0 ? (unsigned long long)bp_graph_tensor_bytes(g, ws) : 0ull);
     CHECK(bp_graph_op_n_workspaces(g, bp_graph_find_op(g, "c1")) == 0);
     ws = bp_graph_find_tensor(g, "c1s2#ws0");   /* 1x1 with stride 2 gathers its pixels */
-    CHECK(ws >= 0 && bp_graph_tensor_bytes(g, ws) == 4ull * 7 * 7 * 4);
+    CHECK(ws >= 0 && bp_graph_tensor_bytes(g, ws) == 128ull * 128 * 4);
+    ws = bp_graph_find_tensor(g, "cbig#ws0");   /* 64 filters > 25 pixels: the full im2col */
+    CHECK(ws >= 0 && bp_graph_tensor_bytes(g, ws) == 4ull * 3 * 3 * 5 * 5 * 4);
+    ws = bp_graph_find_tensor(g, "cdw#ws0");    /* depthwise: 64 groups, max(K, F) x S < one segment */
+    CHECK(ws >= 0 && bp_graph_tensor_bytes(g, ws) == 128ull * 128 * 4);
     /* twice changes nothing */
     int32_t nt = bp_graph_n_tensors(g);
     CHECK_OK(bp_engine_apply_workspaces(e, g, &err), err);
