@@ -25,6 +25,14 @@
  *    falling back to the best order so far.  It runs after 5, so 1-5 are
  *    as without it; when it beats them, 4 and 5 run again from its order.
  *    Exact pieces joined at cut points prove the order optimal.
+ * 7. Anytime phase, only under a time limit the caller set (not the
+ *    default): beam searches over the sets of executed ops (the exact
+ *    search with a cap on the states per layer, which keeps the lowest peak
+ *    so far, then the fewest live bytes), the cap 16, 64, 256, ... up to
+ *    `optimal`'s own cap, each bounded by the best peak so far, until the
+ *    work count reaches 3/4 of the limit (slack for the clock).  A rung that is not truncated is
+ *    exhaustive and proves the order optimal.  Only a lower peak replaces
+ *    the order, so the result is never worse than steps 1-6 give.
  * Lower bound: the static one of the sgraph, or, for graphs of up to 4,096
  * ops, the bytes that must be live at some op's step in every order (see
  * best_forced_lb); the search stops when the peak reaches it (optimal).
@@ -33,7 +41,8 @@
  * The search is bounded by a work count derived from opts->time_limit
  * (calibrated at about 2e8 units per second; a greedy run over V ops with E
  * touches costs 60 (V + E)); with the default limit, also by a budget
- * that grows with the graph (0.5 s plus 1,024 greedy runs' worth).  So on
+ * that grows with the graph (0.5 s plus 1,024 greedy runs' worth), and
+ * without the anytime phase.  So on
  * a machine at least that fast the result is the same for the same seed
  * and limit.  On a slower or busy one the
  * clock stops it at the limit (checked inside every search stage), and
@@ -452,7 +461,9 @@ bp_status bp__sched_best_run(bp__sched_env *env, const bp_plan_options *o, uint6
     /* 7. anytime: beam searches of growing width until the limit, when the
      * caller asks for it */
     if (!optimal && work < limit && n > 2 && anytime) {
-        st = best_anytime(env, &b, cand, win, &work, limit, deadline, flb, &optimal, &states, err);
+        /* three quarters of the limit: the work count, not the clock, ends
+         * it on a machine at least 3/4 as fast as the calibration */
+        st = best_anytime(env, &b, cand, win, &work, limit - limit / 4, deadline, flb, &optimal, &states, err);
         if (st) goto out;
     }
 

@@ -141,7 +141,7 @@ int main(void)
     tally lt = {0, 0, 0, 0, 0};
     for (int it = 0; it < 12; it++) {
         bp_graph *g = layered(&rs, 8 + it % 5, 8 + it % 4);
-        check_graph(g, 20000000, 1000 + it, &lt);
+        check_graph(g, 40000000, 1000 + it, &lt);
         bp_graph_free(g);
     }
     fprintf(stderr, "anytime: %d random graphs (%d against the exact search, %d proven), improved on %d; "
