@@ -18,9 +18,9 @@
  *                      [--only NAME]
  */
 #include <bufplan.h>
+#include "onnxdir.h"
 #include <bufplan_sched.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,8 +113,6 @@ static bp_graph *layered(uint64_t seed, int L, int w)
     return g;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* Reads path (N bound to 1 where the graph has it) and prints its rows. */
 static void file_rows(const char *path, const char *name)
 {
@@ -130,17 +128,8 @@ static void file_rows(const char *path, const char *name)
 
 static void onnx_rows(const char *dir, const char *only)
 {
-    DIR *d = opendir(dir);
-    if (!d) { fprintf(stderr, "%s: cannot open\n", dir); return; }
     char *names[256];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 256) {
-        size_t l = strlen(e->d_name);
-        if (l > 5 && !strcmp(e->d_name + l - 5, ".onnx") && (!only || strstr(e->d_name, only))) names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    int n = onnxdir_list(dir, only, names, 256);
     for (int i = 0; i < n; i++) {
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);

@@ -15,7 +15,7 @@ quick=0; [ "${1:-}" = --quick ] && quick=1
 if git -C "$BP_ROOT" rev-parse -q --verify "$base_rev^{commit}" >/dev/null; then
   rm -rf "$base_src"; mkdir -p "$base_src"
   git -C "$BP_ROOT" archive "$base_rev" | tar -x -C "$base_src"
-  cp "$BP_ROOT/bench/bench_anytime.c" "$base_src/bench/"   # public API only: builds against the old library
+  cp "$BP_ROOT/bench/bench_anytime.c" "$BP_ROOT/bench/onnxdir.h" "$base_src/bench/"   # public API only: builds against the old library
   cmake -S "$base_src" -B "$base_build" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$base_build" -j "$(nproc)" --target bench_anytime >/dev/null
   old="$base_build/bench/bench_anytime"
