@@ -20,13 +20,6 @@
 
 #include <string.h>
 
-size_t bp__sched_optimal_cap(int32_t n)
-{
-    size_t cap = (size_t)1 << 20;
-    if (n > 0 && cap * (size_t)n > ((size_t)1 << 24)) cap = ((size_t)1 << 24) / (size_t)n;
-    return cap < 256 ? 256 : cap;
-}
-
 bp_status bp__sched_optimal(bp__sched_env *env, const bp_plan_options *o, int32_t *order, bp_schedule_info *info,
                             bp_error *err)
 {

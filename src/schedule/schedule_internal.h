@@ -245,7 +245,7 @@ bp_status bp__sched_optimal(bp__sched_env *env, const bp_plan_options *o, int32_
  * order when the deadline does not stop it first. */
 bp_status bp__sched_best_run(bp__sched_env *env, const bp_plan_options *o, uint64_t limit, double deadline,
                              int anytime, int32_t *order, bp_schedule_info *info, bp_error *err);
-/* The states per layer `optimal`'s search keeps over n ops (optimal.c): 2^20,
+/* The states per layer `optimal`'s search keeps over n ops (dp.c): 2^20,
  * at most 2^24 / n, at least 256.  best's anytime phase climbs to it. */
 size_t bp__sched_optimal_cap(int32_t n);
 
