@@ -15,8 +15,8 @@
  * usage: bench_sched_limits [--onnx DIR] [--time-limit S] [--no-optimal] [--only NAME] [--repeat N]
  */
 #include <bufplan.h>
+#include "onnxdir.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,21 +140,10 @@ static void gen_rows(const char *only)
         }
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 static void onnx_rows(const char *dir, const char *only)
 {
-    DIR *d = opendir(dir);
-    if (!d) { fprintf(stderr, "%s: cannot open\n", dir); return; }
     char *names[256];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 256) {
-        size_t l = strlen(e->d_name);
-        if (l > 5 && !strcmp(e->d_name + l - 5, ".onnx") && (!only || strstr(e->d_name, only))) names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    int n = onnxdir_list(dir, only, names, 256);
     for (int i = 0; i < n; i++) {
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);

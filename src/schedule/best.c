@@ -25,6 +25,14 @@
  *    falling back to the best order so far.  It runs after 5, so 1-5 are
  *    as without it; when it beats them, 4 and 5 run again from its order.
  *    Exact pieces joined at cut points prove the order optimal.
+ * 7. Anytime phase, only under a time limit the caller set (not the
+ *    default): beam searches over the sets of executed ops (the exact
+ *    search with a cap on the states per layer, which keeps the lowest peak
+ *    so far, then the fewest live bytes), the cap 16, 64, 256, ... up to
+ *    `optimal`'s own cap, each bounded by the best peak so far, until the
+ *    work count reaches 3/4 of the limit (slack for the clock).  A rung that is not truncated is
+ *    exhaustive and proves the order optimal.  Only a lower peak replaces
+ *    the order, so the result is never worse than steps 1-6 give.
  * Lower bound: the static one of the sgraph, or, for graphs of up to 4,096
  * ops, the bytes that must be live at some op's step in every order (see
  * best_forced_lb); the search stops when the peak reaches it (optimal).
@@ -33,7 +41,8 @@
  * The search is bounded by a work count derived from opts->time_limit
  * (calibrated at about 2e8 units per second; a greedy run over V ops with E
  * touches costs 60 (V + E)); with the default limit, also by a budget
- * that grows with the graph (0.5 s plus 1,024 greedy runs' worth).  So on
+ * that grows with the graph (0.5 s plus 1,024 greedy runs' worth), and
+ * without the anytime phase.  So on
  * a machine at least that fast the result is the same for the same seed
  * and limit.  On a slower or busy one the
  * clock stops it at the limit (checked inside every search stage), and
@@ -42,6 +51,7 @@
  */
 #include "schedule/schedule_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -325,8 +335,42 @@ static bp_status best_refine(bp__sched_env *env, best_ctx *b, int32_t *cand, int
     return st;
 }
 
-bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *order, bp_schedule_info *info,
-                         bp_error *err)
+/* The first rung of the anytime phase: states per layer of its first beam. */
+#define ANYTIME_CAP0 ((size_t)16)
+
+/* 7. Anytime phase: beam searches over the sets of executed ops (the exact
+ * search of dp.c with a cap on the states per layer, ranked by peak so far,
+ * then live bytes), the cap growing 4x per rung from ANYTIME_CAP0 up to
+ * `optimal`'s own cap, each bounded by the best peak so far (only a lower
+ * peak is taken).  A rung that is not truncated is exhaustive: then the best
+ * order is proven optimal and the phase stops.  It stops too when the work
+ * count reaches limit (the rungs after one that ran out would too) or the
+ * clock the deadline.  b, *work, *optimal and *states are updated. */
+static bp_status best_anytime(bp__sched_env *env, best_ctx *b, int32_t *cand, int32_t *win, uint64_t *workp,
+                              uint64_t limit, double deadline, uint64_t flb, int *optimalp, uint64_t *statesp,
+                              bp_error *err)
+{
+    int32_t n = env->sg.n;
+    size_t top = bp__sched_optimal_cap(n);
+    for (int32_t i = 0; i < n; i++) cand[i] = i;
+    for (size_t cap = ANYTIME_CAP0; !*optimalp && *workp < limit && bp__now() < deadline; cap *= 4) {
+        if (cap > top) cap = top;
+        bp__dp_result r;
+        bp__sim_reset(&env->sim);
+        int ok = bp__sched_dp(&env->sg, &env->sim, cand, n, b->peak, cap, workp, limit, deadline, win, &r);
+        *statesp += r.states;
+        if (ok < 0) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory in the beam search", env->sg.g->name);
+        if (ok == 1) best_consider(b, win, "beam");
+        /* exhaustive below the bound it had: nothing is lower than b->peak */
+        if (r.proven && env->sg.dp_exact) *optimalp = 1;
+        if (b->peak <= flb) *optimalp = 1;
+        if (cap == top || *workp >= limit) break;
+    }
+    return BP_OK;
+}
+
+bp_status bp__sched_best_run(bp__sched_env *env, const bp_plan_options *o, uint64_t limit, double deadline,
+                             int anytime, int32_t *order, bp_schedule_info *info, bp_error *err)
 {
     const bp_graph *g = env->sg.g;
     const bp_allocator *a = &g->alloc;
@@ -336,10 +380,9 @@ bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *
     int32_t *cand = bp__alloc(a, n1 * sizeof *cand), *win = bp__alloc(a, n1 * sizeof *win);
     uint64_t *prof = bp__alloc(a, n1 * sizeof *prof), *bprof = bp__alloc(a, n1 * sizeof *bprof);
     if (!cand || !win || !prof || !bprof) { st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory scheduling", g->name); goto out; }
-    double tl = o->time_limit > 0 ? o->time_limit : 10.0;
-    uint64_t limit = (uint64_t)(tl * BP_WORK_PER_SECOND), work = 0;
-    if (o->time_limit == BP_DEFAULT_TIME_LIMIT) limit = best_default_budget(&env->sg, limit);
-    double deadline = bp__now() + tl; /* the clock stops it where the work count runs slow */
+    uint64_t work = 0;
+    if (!limit) limit = 1; /* 0 would be no limit to the searches */
+    if (deadline <= 0) deadline = HUGE_VAL;
     uint64_t seed = o->seed ? o->seed : 1;
 
     /* 1. portfolio, which stops at the lower bound */
@@ -415,6 +458,15 @@ bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *
         }
     }
 
+    /* 7. anytime: beam searches of growing width until the limit, when the
+     * caller asks for it */
+    if (!optimal && work < limit && n > 2 && anytime) {
+        /* three quarters of the limit: the work count, not the clock, ends
+         * it on a machine at least 3/4 as fast as the calibration */
+        st = best_anytime(env, &b, cand, win, &work, limit - limit / 4, deadline, flb, &optimal, &states, err);
+        if (st) goto out;
+    }
+
     if (info) {
         info->optimal = optimal;
         info->lower_bound = optimal ? b.peak : flb;
@@ -427,4 +479,18 @@ out:
     bp__free(a, prof, n1 * sizeof *prof);
     bp__free(a, bprof, n1 * sizeof *bprof);
     return st;
+}
+
+bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *order, bp_schedule_info *info,
+                         bp_error *err)
+{
+    double tl = o->time_limit > 0 ? o->time_limit : BP_DEFAULT_TIME_LIMIT;
+    uint64_t limit = (uint64_t)(tl * BP_WORK_PER_SECOND);
+    /* the default limit: a budget that grows with the graph, no anytime
+     * phase (default planning stays fast); a limit the caller set: the
+     * anytime phase searches until it */
+    int dflt = o->time_limit == BP_DEFAULT_TIME_LIMIT;
+    if (dflt) limit = best_default_budget(&env->sg, limit);
+    /* the clock stops it where the work count runs slow */
+    return bp__sched_best_run(env, o, limit, bp__now() + tl, !dflt, order, info, err);
 }

@@ -211,6 +211,14 @@ static void dp_free(dp *d)
     bp__free(a, d->hash, d->hcap * sizeof *d->hash);
 }
 
+/* optimal's state cap per layer over n ops (the contract: schedule_internal.h). */
+size_t bp__sched_optimal_cap(int32_t n)
+{
+    size_t cap = (size_t)1 << 20;
+    if (n > 0 && cap * (size_t)n > ((size_t)1 << 24)) cap = ((size_t)1 << 24) / (size_t)n;
+    return cap < 256 ? 256 : cap;
+}
+
 int bp__sched_dp(const bp__sgraph *sg, const bp__sim *start, const int32_t *region, int32_t k, uint64_t bound,
                  size_t max_states, uint64_t *work, uint64_t work_limit, double deadline, int32_t *out,
                  bp__dp_result *res)

@@ -39,9 +39,7 @@ bp_status bp__sched_optimal(bp__sched_env *env, const bp_plan_options *o, int32_
     uint64_t states = 0;
     if (!proven) {
         uint64_t limit = (uint64_t)(tl * 2e8) + 1; /* never 0: that would be no limit */
-        size_t cap = (size_t)1 << 20;
-        if (n > 0 && cap * (size_t)n > ((size_t)1 << 24)) cap = ((size_t)1 << 24) / (size_t)n;
-        if (cap < 256) cap = 256;
+        size_t cap = bp__sched_optimal_cap(n);
         for (int32_t i = 0; i < n; i++) all[i] = i;
         bp__dp_result r;
         int ok = bp__sched_dp(&env->sg, &env->sim, all, n, ub, cap, &work, limit, deadline, out, &r);

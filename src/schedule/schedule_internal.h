@@ -238,6 +238,16 @@ bp_status bp__sched_best(bp__sched_env *env, const bp_plan_options *o, int32_t *
                          bp_schedule_info *info, bp_error *err);
 bp_status bp__sched_optimal(bp__sched_env *env, const bp_plan_options *o, int32_t *order,
                             bp_schedule_info *info, bp_error *err);
+/* best with an explicit work limit (work units, about 2e8 a second; 0 is
+ * taken as 1) and clock deadline (bp__now() seconds, <= 0 = none), with or
+ * without the anytime phase; bp__sched_best derives all three from
+ * opts->time_limit.  The same env, options, limit and anytime give the same
+ * order when the deadline does not stop it first. */
+bp_status bp__sched_best_run(bp__sched_env *env, const bp_plan_options *o, uint64_t limit, double deadline,
+                             int anytime, int32_t *order, bp_schedule_info *info, bp_error *err);
+/* The states per layer `optimal`'s search keeps over n ops (dp.c): 2^20,
+ * at most 2^24 / n, at least 256.  best's anytime phase climbs to it. */
+size_t bp__sched_optimal_cap(int32_t n);
 
 /* Budget (budget.c): repairs an order so that every step fits opts->budget
  * (ops whose outputs do not fit wait, ops that free memory go first), or
