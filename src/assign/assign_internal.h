@@ -156,9 +156,11 @@ void bp__assign_chains_free(const bp_allocator *a, bp__chains *c);
  * a window's edges kept where they are; offsets[] and *arena improve only.
  * Deterministic.  Returns 0, or -1 out of memory. */
 /* The sub-solver window.c calls (bestfit's, passed in so that window.c
- * calls no assigner itself): packs iv[0..n) into off, its arena into *arena. */
-typedef bp_status (*bp__pack_fn)(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t *off,
-                                 uint64_t *arena);
+ * calls no assigner itself): packs iv[0..n) into off, its arena into *arena;
+ * with `thorough`, the canonical greedy on search's larger work budget
+ * (deterministic: no deadline). */
+typedef bp_status (*bp__pack_fn)(const bp_allocator *a, const bp_interval *iv, size_t n, int thorough,
+                                 uint64_t *off, uint64_t *arena);
 int bp__assign_windows(const bp_allocator *a, bp__pack_fn pack, const bp_interval *iv, size_t n, uint64_t lb,
                        uint64_t *offsets, uint64_t *arena);
 

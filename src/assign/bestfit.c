@@ -786,8 +786,11 @@ static uint32_t bf_make_order(const bf_ctx *c, int ord, const int64_t *U, uint32
     return k;
 }
 
-/* window.c's sub-solver: bestfit on iv[0..n) (pre-placed buffers allowed). */
-static bp_status bf_pack(const bp_allocator *a, const bp_interval *iv, size_t n, uint64_t *off, uint64_t *arena)
+/* window.c's sub-solver: bestfit on iv[0..n) (pre-placed buffers allowed);
+ * thorough = search's incumbent phase (the greedy on its larger budget, no
+ * deadline). */
+static bp_status bf_pack(const bp_allocator *a, const bp_interval *iv, size_t n, int thorough, uint64_t *off,
+                         uint64_t *arena)
 {
     bp_assign_options o;
     memset(&o, 0, sizeof o);
@@ -798,7 +801,7 @@ static bp_status bf_pack(const bp_allocator *a, const bp_interval *iv, size_t n,
     if (!bp__assign_max_live(a, iv, n, &r.lower_bound)) return BP_ERR_NOMEM;
     uint64_t ftop = bp__assign_fixed_top(iv, n);
     if (ftop > r.lower_bound) r.lower_bound = ftop;
-    bp_status st = bp__assign_bestfit_ex(iv, n, &o, 0, 0, off, &r, &e);
+    bp_status st = bp__assign_bestfit_ex(iv, n, &o, thorough, 0, off, &r, &e);
     *arena = r.arena_bytes;
     return st;
 }

@@ -11,10 +11,13 @@
  * (pre-placed); no other buffer shares time with a free one, so any packing
  * of that sub-instance under the current arena is a packing of the whole.
  * bestfit (with its greedy and its search over placement orders, both on
- * deterministic work budgets) packs it; a lower sub-arena is written back
+ * deterministic work budgets) packs it.  A lower sub-arena is written back
  * and the next peak is taken.  When a window does not go lower, it is
- * tried once more at four times the size; when that fails too, or the
- * arena is at max-live, or the rounds are spent, the phase ends.
+ * tried once more at four times the size, and when that fails too, both
+ * sizes again with bestfit's thorough mode (the canonical greedy on
+ * search's larger work budget, no deadline: the CNN-like 10^5 and
+ * 3 x 10^5 peaks need it); when all fail, or the arena is at max-live, or
+ * the rounds are spent, the phase ends.
  *
  * A round is O(n) (finding the peak and the window's edge-crossing buffers
  * are scans) plus the sub-problem, whose size is bounded: with a bounded
@@ -114,12 +117,13 @@ static size_t win_build(win_ctx *c, uint32_t x, uint32_t w, const uint64_t *off)
     return k;
 }
 
-/* Packs window k (built) with bestfit; writes back a packing below arena.
- * Returns 1 when it went lower, 0 when not, -1 on OOM. */
-static int win_pack(win_ctx *c, size_t k, uint64_t arena, uint64_t *off)
+/* Packs window k (built) with bestfit (in its thorough mode when
+ * thorough); writes back a packing below arena.  Returns 1 when it went
+ * lower, 0 when not, -1 on OOM. */
+static int win_pack(win_ctx *c, size_t k, int thorough, uint64_t arena, uint64_t *off)
 {
-    uint64_t ar = 0;
-    bp_status st = c->pack(c->a, c->sub, k, c->soff, &ar);
+    uint64_t ar = arena;
+    bp_status st = c->pack(c->a, c->sub, k, thorough, c->soff, &ar);
     if (st != BP_OK) return st == BP_ERR_NOMEM ? -1 : 0;
     if (ar >= arena) return 0;
     for (size_t j = 0; j < k; j++)
@@ -136,11 +140,12 @@ static int win_rounds(win_ctx *c, uint64_t lb, uint64_t *off, uint64_t *arena)
         uint64_t top = win_peak(c, off, &x);
         if (x == UINT32_MAX) return 0;
         int got = 0;
-        for (uint32_t w = WIN_SIZE; w <= WIN_SIZE_RETRY && !got; w *= 4) {
-            size_t k = win_build(c, x, w, off);
+        /* bestfit at both sizes first, then its thorough mode at both */
+        for (unsigned t = 0; t < 4 && !got; t++) {
+            size_t k = win_build(c, x, t % 2 ? WIN_SIZE_RETRY : WIN_SIZE, off);
             if (k == (size_t)-1) return -1;
             if (k == 0) return 0;
-            got = win_pack(c, k, top, off);
+            got = win_pack(c, k, (int)(t / 2), top, off);
             if (got < 0) return -1;
         }
         if (!got) return 0;
@@ -171,11 +176,11 @@ static int win_relayout(win_ctx *c, uint64_t lb, uint64_t *offsets, uint64_t *ar
         }
     if (nh == 0) { rc = 0; goto out; } /* nothing to hold (and packing cp would come back here) */
     uint64_t ar = 0;
-    bp_status st = c->pack(a, cp, nh, off, &ar);
+    bp_status st = c->pack(a, cp, nh, 0, off, &ar);
     if (st == BP_OK) {
         memcpy(cp, c->iv, n * sizeof *cp);
         for (size_t j = 0; j < nh; j++) cp[hid[j]].fixed_offset = off[j];
-        st = c->pack(a, cp, n, off, &ar);
+        st = c->pack(a, cp, n, 0, off, &ar);
     }
     if (st != BP_OK) { rc = st == BP_ERR_NOMEM ? -1 : 0; goto out; }
     const bp_interval *orig = c->iv;
