@@ -69,6 +69,11 @@ class Entry:
         self.prog.env_calibration = None
         self.trace_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
+        if options.engine is None:   # the torch profile: the plan is made, and verified, for what ATen does
+            self.engine = bufplan.Engine.from_dict(self.prog.engine, "torch-aten")
+            options = bufplan.PlanOptions.of(options, engine=self.engine)
+        else:
+            self.engine = options.engine
         if cache is not None:
             self.plan, self.cache_hit = cache.plan(self.prog.graph, "", options)
         else:
@@ -215,7 +220,7 @@ def _report(model, e, inputs, mode, loss):
     ws = sum(op.ws_bytes for op in e.prog.ops)
     return {"mode": mode, "arena_bytes": p.arena_bytes, "lower_bound_bytes": p.lower_bound_bytes,
             "traced_peak_bytes": traced_peak, "eager_live_peak_bytes": live, "eager_allocator_peak_bytes": usable,
-            "workspace_bytes": ws, "n_ops": g.n_ops, "n_tensors": g.n_tensors, "sched": p.sched, "assign": p.assign,
+            "workspace_bytes": ws, "engine": p.engine_name, "n_ops": g.n_ops, "n_tensors": g.n_tensors, "sched": p.sched, "assign": p.assign,
             "trace_seconds": e.trace_seconds, "plan_seconds": e.plan_seconds, "cache_hit": e.cache_hit,
             "allocator": allocator.available(), "allocator_why": allocator.why()}
 
