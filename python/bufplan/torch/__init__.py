@@ -112,7 +112,7 @@ class Compiled:
     the plan for those inputs' shape; .entry(inputs) its plan and program."""
 
     def __init__(self, model, example_inputs, mode="infer", loss=None, options=None, cache_dir=None,
-                 clone_outputs=True, debug=False):
+                 clone_outputs=True, debug=False, budget=None):
         if not isinstance(model, torch.nn.Module):
             raise TypeError("bufplan.torch: model must be a torch.nn.Module, not %s" % type(model).__name__)
         if mode not in ("infer", "train"):
@@ -123,6 +123,8 @@ class Compiled:
             raise TypeError("bufplan.torch: loss must be callable")
         self.model, self.mode, self.loss = model, mode, loss
         self.options = _options(options)
+        if budget is not None:
+            self.options = bufplan.PlanOptions.of(self.options, budget=budget)
         self.cache = _cache(cache_dir)
         self.clone_outputs, self.debug = clone_outputs, debug
         self.example = _capture._check_inputs(example_inputs)
@@ -179,7 +181,7 @@ class Compiled:
 
 
 def compile(model, example_inputs, mode="infer", loss=None, options=None, cache_dir=None, clone_outputs=True,
-            debug=False):
+            debug=False, budget=None):
     """A callable that runs model (mode "infer") or one training step of
     loss(model(*inputs)) (mode "train": returns the loss and adds each
     parameter's gradient to .grad) in one planned arena.  options: a
@@ -187,8 +189,10 @@ def compile(model, example_inputs, mode="infer", loss=None, options=None, cache_
     cache_dir: bufplan's plan cache directory (None: plans kept in memory
     only); clone_outputs=False returns the outputs in the arena (valid until
     the next call on the same thread); debug=True checks every op against
-    an eager run (runner.py)."""
-    return Compiled(model, example_inputs, mode, loss, options, cache_dir, clone_outputs, debug)
+    an eager run (runner.py); budget: the arena's bytes at most (an int or
+    "40M"): where no order fits, the plan recomputes or offloads storages
+    (options' fallback) and the callable replays those copies."""
+    return Compiled(model, example_inputs, mode, loss, options, cache_dir, clone_outputs, debug, budget)
 
 
 def _eager_peak(model, inputs, mode, loss):
