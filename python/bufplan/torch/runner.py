@@ -187,6 +187,8 @@ class Runner:
         (clones unless clone_outputs is False: then they live in the arena
         until this thread's next run)."""
         debug = self.debug if debug is None else debug
+        if debug and self.by_root:
+            raise ValueError("bufplan.torch: the debug mode does not check plans with recompute or offload copies")
         st = self._state()
         ref = self._reference(ph_values) if debug else None
         if debug:
