@@ -6,9 +6,11 @@ bit-identical to eager; the arena; the memory outside it in steady state
 (bytes the ops allocated outside the arena, and the peak of everything live
 outside it above the run's start, outputs left in the arena); eager's peak
 (live bytes and as malloc rounds them); the traced order's peak and the
-plan's lower bound; wall time of the planned run and of eager (medians);
+plan's lower bound; wall time of the planned run and of eager, their
+ratio, the ratio of their CPU times, and the load average;
 then the plan-cache hit on resnet18.  Times: the best of --repeat runs of
-each, eager and planned in turn.  Markdown on stdout.
+each, eager and planned in turn (BP_TORCH_THREADS intra-op threads,
+default 2; with 1, the CPU time ratio holds on a loaded machine).  Markdown on stdout.
 
 usage: python3 bench/torch/torch_models.py [--quick] [--repeat N] [MODEL...]
 --quick: 64x64 images and seq 32 (minutes less; not the table's numbers)."""
@@ -56,14 +58,17 @@ def median_time(fn, n):
 
 def interleaved_best(fa, fb, n):
     """The best of n runs of fa and of fb, taken in turn (a shared machine's
-    load hits both alike; the best run is the one least disturbed)."""
-    ta, tb = [], []
+    load hits both alike; the best run is the one least disturbed): wall
+    times (a, b), then the process's CPU times (a, b), which waiting for the
+    cores does not inflate."""
+    ta, tb, ca, cb = [], [], [], []
     for _ in range(n):
-        for fn, ts in ((fa, ta), (fb, tb)):
-            t = time.perf_counter()
+        for fn, ts, cs in ((fa, ta, ca), (fb, tb, cb)):
+            c, t = time.process_time(), time.perf_counter()
             fn()
             ts.append(time.perf_counter() - t)
-    return min(ta), min(tb)
+            cs.append(time.process_time() - c)
+    return min(ta), min(tb), min(ca), min(cb)
 
 
 def identical(m, ref, x, f, mode):
@@ -124,9 +129,10 @@ def run(name, mode, quick, repeat):
             f(x)
     eager()
     planned()
-    te, tp = interleaved_best(eager, planned, repeat)
+    te, tp, ce, cp = interleaved_best(eager, planned, repeat)
     return {"name": name, "mode": mode, "same": same, "rep": rep, "outside_ops": outside_ops,
-            "outside_peak": outside_peak, "te": te, "tp": tp, "mismatches": s1["mismatches"]}
+            "outside_peak": outside_peak, "te": te, "tp": tp, "ce": ce, "cp": cp, "load": os.getloadavg()[0],
+            "mismatches": s1["mismatches"]}
 
 
 def cache_hit(quick):
@@ -136,7 +142,7 @@ def cache_hit(quick):
         f = bt.compile(m, (x,), cache_dir=d)
         e = f.entry((x,))
         cache = bufplan.PlanCache(d)
-        opts = bufplan.PlanOptions(sched="best", assign="bestfit", time_limit=10)
+        opts = bufplan.PlanOptions(sched="best", assign="bestfit", time_limit=10, engine=e.engine)
         if cache.get(e.prog.graph, "", opts) is None:
             raise SystemExit("bench: the plan cache missed the plan compile() stored")
         disk = median_time(lambda: cache.get(e.prog.graph, "", opts), 20)
@@ -161,18 +167,18 @@ def main(argv):
         time.strftime("%Y-%m-%d")))
     print()
     print("| model | mode | bit-identical | arena | outside (ops / peak) | eager peak live / malloc | traced peak "
-          "| arena vs traced | lower bound | planned ms | eager ms | time ratio |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| arena vs traced | lower bound | planned ms | eager ms | time ratio | CPU time ratio | load |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in names:
         for mode in ("infer", "train"):
             r = run(name, mode, quick, repeat)
             rep = r["rep"]
             gain = 100.0 * (rep["traced_peak_bytes"] - rep["arena_bytes"]) / rep["traced_peak_bytes"]
-            print("| %s | %s | %s | %s | %d B / %d B | %s / %s | %s | %+.1f%% | %s | %.1f | %.1f | %.2f |" % (
+            print("| %s | %s | %s | %s | %d B / %d B | %s / %s | %s | %+.1f%% | %s | %.1f | %.1f | %.2f | %.3f | %.1f |" % (
                 name, mode, "yes" if r["same"] else "NO", mib(rep["arena_bytes"]), r["outside_ops"],
                 r["outside_peak"], mib(rep["eager_live_peak_bytes"]), mib(rep["eager_allocator_peak_bytes"]),
                 mib(rep["traced_peak_bytes"]), -gain, mib(rep["lower_bound_bytes"]), 1e3 * r["tp"], 1e3 * r["te"],
-                r["tp"] / r["te"]), flush=True)
+                r["tp"] / r["te"], r["cp"] / r["ce"], r["load"]), flush=True)
     disk, disk_nv, mem, first, n_ops = cache_hit(quick)
     print()
     print("Plan-cache hit, resnet18 inference (%d ops): bufplan's plan cache on disk %.3f ms (verified), %.3f ms "

@@ -10,10 +10,10 @@ PyTorch models run in one planned arena.  docs/PYTHON.md is the guide.
     plan = g.plan(sched="best", assign="bestfit")
     plan.verify(); plan.write_json("plan.json")
 """
-from .core import (BufplanError, Graph, Plan, PlanCache, PlanOptions, pack, verify, version, parse_bytes,
+from .core import (BufplanError, Engine, Graph, Plan, PlanCache, PlanOptions, pack, verify, version, parse_bytes,
                    dtype_parse, dtype_name, lib, TENSOR_INPUT, TENSOR_WEIGHT, TENSOR_OUTPUT, TENSOR_CONST)
 
-__all__ = ["BufplanError", "Graph", "Plan", "PlanCache", "PlanOptions", "pack", "verify", "version",
+__all__ = ["BufplanError", "Engine", "Graph", "Plan", "PlanCache", "PlanOptions", "pack", "verify", "version",
            "parse_bytes", "dtype_parse", "dtype_name", "lib", "library_path", "cli_path",
            "TENSOR_INPUT", "TENSOR_WEIGHT", "TENSOR_OUTPUT", "TENSOR_CONST"]
 

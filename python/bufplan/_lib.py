@@ -74,13 +74,15 @@ class PlanOptions(ctypes.Structure):
                 ("no_alias", ctypes.c_int), ("plan_inputs", ctypes.c_int),
                 ("plan_constants", ctypes.c_int), ("threads", ctypes.c_int),
                 ("progress", ctypes.c_int), ("fence_aware", ctypes.c_int),
+                ("fallback", ctypes.c_uint), ("host_bandwidth", ctypes.c_double),
+                ("engine", ctypes.c_void_p), ("concat_inplace", ctypes.c_int),
                 ("_reserved", ctypes.c_uint8 * 4096)]
 
 
 class TensorPlan(ctypes.Structure):
     _fields_ = [("first", ctypes.c_int32), ("last", ctypes.c_int32), ("offset", ctypes.c_uint64),
                 ("bytes", ctypes.c_uint64), ("buffer", ctypes.c_int32), ("kind", ctypes.c_int),
-                ("alias_of", ctypes.c_int32)]
+                ("alias_of", ctypes.c_int32), ("view_offset", ctypes.c_uint64)]
 
 
 class Event(ctypes.Structure):
@@ -98,7 +100,16 @@ class PlanStats(ctypes.Structure):
                 ("optimal", ctypes.c_int), ("sched_optimal", ctypes.c_int),
                 ("makespan", ctypes.c_double), ("n_control_flow", ctypes.c_int32),
                 ("n_body_planned", ctypes.c_int32), ("n_views", ctypes.c_int32),
-                ("n_inputs", ctypes.c_int32), ("n_weights", ctypes.c_int32)]
+                ("n_inputs", ctypes.c_int32), ("n_weights", ctypes.c_int32),
+                ("recompute_cost", ctypes.c_double), ("transfer_cost", ctypes.c_double),
+                ("offload_bytes", ctypes.c_uint64), ("overhead_percent", ctypes.c_double),
+                ("n_recomputes", ctypes.c_int32), ("n_offloads", ctypes.c_int32)]
+
+
+class Copy(ctypes.Structure):
+    _fields_ = [("tensor", ctypes.c_int32), ("kind", ctypes.c_int), ("op", ctypes.c_int32),
+                ("evict", ctypes.c_int32), ("first", ctypes.c_int32), ("last", ctypes.c_int32),
+                ("offset", ctypes.c_uint64)]
 
 
 class ScheduleInfo(ctypes.Structure):
@@ -244,6 +255,22 @@ _PROTOS = {
                                 ctypes.POINTER(ctypes.c_int), E]),
     "bp_plan_cache_get_stats": (None, [P, ctypes.POINTER(CacheStats)]),
     "bp_plan_cache_last_warning": (S, [P]),
+    "bp_plan_n_copies": (I32, [P]),
+    "bp_plan_copy": (ctypes.POINTER(Copy), [P, I32]),
+    "bp_copy_kind_name": (S, [ST]),
+    "bp_fallback_parse": (ctypes.c_bool, [S, ctypes.POINTER(ctypes.c_uint)]),
+    "bp_engine_load": (ST, [S, P, ctypes.POINTER(P), E]),
+    "bp_engine_parse_json": (ST, [S, ctypes.c_size_t, S, P, ctypes.POINTER(P), E]),
+    "bp_engine_free": (None, [P]),
+    "bp_engine_name": (S, [P]),
+    "bp_engine_concat_inplace": (ctypes.c_int, [P]),
+    "bp_engine_graph_hints": (ctypes.c_int, [P]),
+    "bp_engine_n_ops": (ctypes.c_int, [P]),
+    "bp_engine_builtins": (ctypes.POINTER(S), []),
+    "bp_engine_digest": (U64, [P]),
+    "bp_engine_equal": (ctypes.c_int, [P, P]),
+    "bp_plan_engine": (P, [P]),
+    "bp_engine_apply_workspaces": (ST, [P, P, E]),
 }
 
 

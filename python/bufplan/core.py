@@ -43,8 +43,9 @@ STATUS = ["ok", "nomem", "invalid", "io", "usage", "budget", "verify", "unsuppor
 TENSOR_INPUT, TENSOR_WEIGHT, TENSOR_OUTPUT, TENSOR_CONST = 1, 2, 4, 8
 DIM_SYMBOLIC = -(1 << 63)
 NO_OFFSET = (1 << 64) - 1
-KINDS = ["planned", "input", "weight", "output", "dynamic"]
-EVENTS = ["alloc", "exec", "free"]
+KINDS = ["planned", "input", "weight", "output", "dynamic", "workspace"]
+EVENTS = ["alloc", "exec", "free", "recompute", "offload", "prefetch"]
+COPY_KINDS = ["recompute", "prefetch"]
 
 
 def _check(status, err):
@@ -405,17 +406,130 @@ class Graph(_Owned):
         return (ctypes.c_int32 * max(1, len(order)))(*[_int(x, "op id in the order") for x in order])
 
 
+# ---------------------------------------------------------------- engine
+
+class Engine(_Owned):
+    """An engine profile (include/bufplan_engine.h, docs/FORMATS.md "Engine
+    profiles"): which outputs of each op type are views, which may be written
+    in place, the workspace each needs.  Engine.load(name_or_path) takes a
+    built-in name ("default", "strict", "ort-cpu") or a "bufplan-engine" JSON
+    file; Engine.parse_json(text) a JSON text; Engine.from_dict(d) the same
+    document as a dict."""
+
+    def __init__(self, _handle):
+        self._h = _handle
+
+    _free_fn, _what = "bp_engine_free", "engine profile"
+
+    @classmethod
+    def load(cls, name_or_path):
+        h, err = ctypes.c_void_p(), L.Error()
+        _check(lib().bp_engine_load(_str(str(name_or_path), "engine"), None, ctypes.byref(h), ctypes.byref(err)), err)
+        return cls(h.value)
+
+    @classmethod
+    def parse_json(cls, text, filename="<string>"):
+        b = _str(text, "engine profile JSON")
+        h, err = ctypes.c_void_p(), L.Error()
+        _check(lib().bp_engine_parse_json(b, len(b), _str(filename, "filename"), None, ctypes.byref(h),
+                                          ctypes.byref(err)), err)
+        return cls(h.value)
+
+    @classmethod
+    def from_dict(cls, d, filename="<dict>"):
+        import json
+        if not isinstance(d, dict):
+            raise TypeError("bufplan: an engine profile dict must be a dict, not %s" % type(d).__name__)
+        return cls.parse_json(json.dumps(d), filename)
+
+    @staticmethod
+    def builtins():
+        """The built-in profile names."""
+        p, out, i = lib().bp_engine_builtins(), [], 0
+        while p[i]:
+            out.append(p[i].decode())
+            i += 1
+        return out
+
+    @property
+    def name(self):
+        return lib().bp_engine_name(self.handle).decode()
+
+    @property
+    def concat_inplace(self):
+        return bool(lib().bp_engine_concat_inplace(self.handle))
+
+    @property
+    def graph_hints(self):
+        return bool(lib().bp_engine_graph_hints(self.handle))
+
+    @property
+    def n_ops(self):
+        return lib().bp_engine_n_ops(self.handle)
+
+    def digest(self):
+        return lib().bp_engine_digest(self.handle)
+
+    def __eq__(self, other):
+        return isinstance(other, Engine) and bool(lib().bp_engine_equal(self.handle, other.handle))
+
+    __hash__ = _Owned.__hash__
+
+    def apply_workspaces(self, graph):
+        """Gives graph's ops the workspaces this profile's formulas say."""
+        err = L.Error()
+        _check(lib().bp_engine_apply_workspaces(self.handle, graph.handle, ctypes.byref(err)), err)
+        graph._finalized = True
+
+    def __repr__(self):
+        return "Engine(%r)" % (self.name if getattr(self, "_h", None) else "<freed>")
+
+
+def _engine_of(v):
+    """An Engine from a name, a path, a dict or an Engine; None for None."""
+    if v is None or isinstance(v, Engine):
+        return v
+    if isinstance(v, dict):
+        return Engine.from_dict(v)
+    if isinstance(v, (str, bytes)) or hasattr(v, "__fspath__"):
+        return Engine.load(v.decode() if isinstance(v, bytes) else str(v))
+    raise TypeError("bufplan: engine must be a name, a profile file, a dict or an Engine, not %s" % type(v).__name__)
+
+
+def parse_fallback(v):
+    """"none", "recompute", "offload", "recompute,offload" (or a list of the
+    words, or the BP_FALLBACK_* bits) -> the bits."""
+    if isinstance(v, (list, tuple)):
+        v = ",".join(v) if v else "none"
+    if isinstance(v, str):
+        out = ctypes.c_uint()
+        if not lib().bp_fallback_parse(v.encode(), ctypes.byref(out)):
+            raise BufplanError(4, "bufplan: fallback %r is not one of none, recompute, offload or "
+                                  "a comma list of the last two" % (v,))
+        return out.value
+    return _int(v, "fallback", 0, FALLBACK_RECOMPUTE | FALLBACK_OFFLOAD)
+
+
+FALLBACK_RECOMPUTE, FALLBACK_OFFLOAD = 1, 2
+
+
 # ---------------------------------------------------------------- options
 
 class PlanOptions:
     """bp_plan_options: sched, assign (names or numbers), alpha, beta,
     budget, alignment (ints or "4M"-style strings), time_limit, seed,
-    no_alias, plan_inputs, plan_constants, threads, progress, fence_aware."""
+    no_alias, plan_inputs, plan_constants, threads, progress, fence_aware,
+    fallback ("none", "recompute", "offload", "recompute,offload" or the
+    bits; read back as the word list), host_bandwidth (bytes/s, a number or
+    "16G"), engine (a built-in name, a profile file, a profile dict or an
+    Engine; read back as the Engine, None for the default), concat_inplace."""
     FIELDS = ("sched", "assign", "alpha", "beta", "budget", "alignment", "time_limit", "seed", "no_alias",
-              "plan_inputs", "plan_constants", "threads", "progress", "fence_aware")
+              "plan_inputs", "plan_constants", "threads", "progress", "fence_aware", "fallback", "host_bandwidth",
+              "engine", "concat_inplace")
 
     def __init__(self, **kw):
         self._c = L.PlanOptions()
+        object.__setattr__(self, "_engine", None)   # keeps the profile the C struct points at alive
         lib().bp_plan_options_init(ctypes.byref(self._c))
         for k, v in kw.items():
             setattr(self, k, v)
@@ -457,17 +571,37 @@ class PlanOptions:
             v = _int(v, k, 0, (1 << 64) - 1)
         elif k == "threads":
             v = _int(v, k, 0, 1 << 16)
+        elif k == "fallback":
+            v = parse_fallback(v)
+        elif k == "host_bandwidth":
+            if isinstance(v, str):
+                v = parse_bytes(v)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TypeError("bufplan: host_bandwidth must be a number of bytes/s, not %s" % type(v).__name__)
+            if not v > 0 or v == float("inf"):
+                raise ValueError("bufplan: host_bandwidth = %r is not a positive number of bytes/s" % (v,))
+            v = float(v)
+        elif k == "engine":
+            e = _engine_of(v)
+            object.__setattr__(self, "_engine", e)
+            self._c.engine = e.handle if e is not None else None
+            return None
         else:
             v = int(bool(v))
         setattr(self._c, k, v)
 
     def __getattr__(self, k):
         if k in PlanOptions.FIELDS:
+            if k == "engine":
+                return self._engine
             v = getattr(self._c, k)
             if k == "sched":
                 return lib().bp_sched_name(v).decode()
             if k == "assign":
                 return lib().bp_assign_name(v).decode()
+            if k == "fallback":
+                return ",".join(w for b, w in ((FALLBACK_RECOMPUTE, "recompute"), (FALLBACK_OFFLOAD, "offload"))
+                                if v & b) or "none"
             return v
         raise AttributeError(k)
 
@@ -557,15 +691,16 @@ class Plan(_Owned):
         return lib().bp_assign_name(lib().bp_plan_assign(self.handle)).decode()
 
     def tensor(self, t):
-        """{first, last, offset (None outside the arena), bytes, buffer, kind, alias_of}."""
+        """{first, last, offset (None outside the arena), bytes, buffer, kind, alias_of,
+        view_offset (where its bytes start in alias_of's)}."""
         t = self.graph._tid(t)
         h = self.handle
         if t >= lib().bp_plan_n_tensors(h):
             raise IndexError("bufplan: tensor %d is not in the plan" % t)
         tp = lib().bp_plan_tensor(h, t).contents
         return {"first": tp.first, "last": tp.last, "offset": None if tp.offset == NO_OFFSET else tp.offset,
-                "bytes": tp.bytes, "buffer": tp.buffer, "kind": KINDS[tp.kind] if tp.kind < 5 else tp.kind,
-                "alias_of": tp.alias_of}
+                "bytes": tp.bytes, "buffer": tp.buffer, "kind": KINDS[tp.kind] if tp.kind < len(KINDS) else tp.kind,
+                "alias_of": tp.alias_of, "view_offset": tp.view_offset}
 
     def tensors(self):
         """Every tensor's placement as a list (index = tensor id)."""
@@ -578,8 +713,30 @@ class Plan(_Owned):
                         tp.kind, tp.alias_of))
         return out
 
+    def copies(self):
+        """The recompute and offload copies of a plan made under a budget
+        (docs/FALLBACK.md), sorted by (tensor, first): dicts {tensor (the
+        storage root), kind ("recompute" or "prefetch"), op (the op run
+        again, None for a prefetch), evict (the previous copy leaves after
+        this step's op), first, last (steps in the arena), offset}."""
+        h = self.handle
+        out = []
+        for i in range(lib().bp_plan_n_copies(h)):
+            c = lib().bp_plan_copy(h, i).contents
+            out.append({"tensor": c.tensor, "kind": COPY_KINDS[c.kind] if c.kind < len(COPY_KINDS) else c.kind,
+                        "op": None if c.op < 0 else c.op, "evict": c.evict, "first": c.first, "last": c.last,
+                        "offset": c.offset})
+        return out
+
+    @property
+    def engine_name(self):
+        """The name of the engine profile the plan was made for ("default" when none)."""
+        e = lib().bp_plan_engine(self.handle)
+        return lib().bp_engine_name(e).decode() if e else "default"
+
     def events(self):
-        """[(type, tensor, op, buffer, offset)] with type "alloc" / "exec" / "free"."""
+        """[(type, tensor, op, buffer, offset)] with type "alloc" / "exec" / "free",
+        and "recompute" / "offload" / "prefetch" in a plan with copies."""
         h = self.handle
         n = lib().bp_plan_n_events(h)
         ev = lib().bp_plan_events(h)

@@ -8,6 +8,7 @@ library under test."""
 import os
 import subprocess
 import sys
+import json
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
@@ -132,6 +133,103 @@ def test_roundtrip(tmp):
     check(cache.get(g, "", sched="list") is None, "other options: a miss")
 
 
+def skip_graph(n=6, small=4096, big=16384):
+    """w -> op0 -> t0 (small) -> grow -> t1 (big) -> Relu ... -> t(n) (big)
+    -> shrink -> r (small) -> Add(r, t0) -> y: t0 lives across the big
+    chain, so a budget of two big tensors needs t0 evicted and brought back
+    (op0 reads a weight, which is there to recompute it from)."""
+    g = Graph("skip")
+    sh = lambda nb: [1, nb // 4]
+    x = g.add_tensor("w", shape=sh(small), dtype="f32")
+    g.mark(x, "weight")
+    g.add_tensor("t0", shape=sh(small), dtype="f32")
+    g.add_op("op0", "Relu", [x], ["t0"], cost=1.0)
+    g.add_tensor("t1", shape=sh(big), dtype="f32")
+    g.add_op("grow", "Grow", ["t0"], ["t1"], cost=1.0)
+    for i in range(2, n + 1):
+        g.add_tensor("t%d" % i, shape=sh(big), dtype="f32")
+        g.add_op("relu%d" % i, "Relu", ["t%d" % (i - 1)], ["t%d" % i], cost=1.0)
+    g.add_tensor("r", shape=sh(small), dtype="f32")
+    g.add_op("shrink", "Shrink", ["t%d" % n], ["r"], cost=1.0)
+    y = g.add_tensor("y", shape=sh(small), dtype="f32")
+    g.add_op("add", "Add", ["r", "t0"], [y], cost=1.0)
+    g.mark(y, "output")
+    return g.finalize()
+
+
+def test_new_options(tmp):
+    """The options merged after the binding was first written: each one
+    reaches the C struct at its own offset and changes what it should."""
+    o = bufplan.PlanOptions()
+    check(o.fallback == "recompute,offload" and o.host_bandwidth == 16e9 and o.engine is None
+          and o.concat_inplace == 0, "defaults from bp_plan_options_init: %r" % o)
+    # the cache key's options text is written by C from the struct: every field at its C offset
+    g = chain_graph()
+    o = bufplan.PlanOptions(budget=1 << 20, fallback="offload", host_bandwidth="2G", concat_inplace=True,
+                            engine="strict", threads=3)
+    key, err = bufplan.core.L.CacheKey(), bufplan.core.L.Error()
+    bufplan.core._check(bufplan.lib().bp_cache_key_make(g.handle, b"", bufplan.core.ctypes.byref(o._c),
+                                                        bufplan.core.ctypes.byref(key),
+                                                        bufplan.core.ctypes.byref(err)), err)
+    text = key.options.decode()
+    want = ["budget=1048576", "threads=3", "fallback=2", "host_bandwidth=2147483648", "concat_inplace=1",
+            "engine=%016x" % bufplan.Engine.load("strict").digest()]
+    for w in want:
+        check(w in text, "cache key options %r hold %r" % (text, w))
+    # engine: strict has no in-place write; the default writes the chain's Relus in place
+    s = skip_graph()
+    d = s.plan()
+    st = s.plan(engine="strict")
+    check(st.verify() and st.engine_name == "strict", "strict plan verifies, names its engine")
+    check(any(d.tensor(t)["alias_of"] >= 0 for t in range(s.n_tensors)), "default: some output in place")
+    check(all(st.tensor(t)["alias_of"] < 0 for t in range(s.n_tensors)), "strict: nothing in place")
+    check(st.arena_bytes > d.arena_bytes, "strict arena %d > default %d" % (st.arena_bytes, d.arena_bytes))
+    # an engine as an object, as a dict and as a file: the same profile
+    prof = {"format": "bufplan-engine", "version": 1, "name": "relu-only", "ops": {"Relu": {"inplace": [[0, 0]]}}}
+    e1 = bufplan.Engine.from_dict(prof)
+    path = os.path.join(tmp, "relu.json")
+    with open(path, "w") as f:
+        f.write(json.dumps(prof))
+    e2 = bufplan.Engine.load(path)
+    check(e1 == e2 and e1.name == "relu-only" and e1.n_ops == 1, "engine from a dict == from a file")
+    p1, p2, p3 = s.plan(engine=e1), s.plan(engine=path), s.plan(engine=prof)
+    check(p1.arena_bytes == p2.arena_bytes == p3.arena_bytes and p1.verify(), "one profile, one arena")
+    check("strict" in bufplan.Engine.builtins() and "ort-cpu" in bufplan.Engine.builtins(), "built-in names")
+    # fallback: under a budget below the peak the plan makes copies, and its stats say what they cost
+    peak = st.arena_bytes
+    check(peak == 4096 + 2 * 16384, "strict peak: t0 and two big tensors (%d)" % peak)
+    for words, kind in (("recompute", "recompute"), ("offload", "prefetch")):
+        b = s.plan(engine="strict", budget=peak - 4096, fallback=words, host_bandwidth=1e9)
+        cs = b.copies()
+        check(b.verify() and b.arena_bytes <= peak - 4096, "%s: arena %d under the budget" % (words, b.arena_bytes))
+        check(len(cs) > 0 and all(c["kind"] == kind for c in cs), "%s: copies %r" % (words, cs))
+        check(cs and cs[0]["tensor"] == s.find_tensor("t0"), "%s: t0 is evicted" % words)
+        ev = {e[0] for e in b.events()}
+        sts = b.stats
+        if kind == "recompute":
+            check(cs[0]["op"] == s.find_op("op0") and sts["recompute_cost"] > 0 and sts["n_recomputes"] == len(cs)
+                  and sts["offload_bytes"] == 0 and "recompute" in ev, "recompute stats %r" % sts)
+        else:
+            check(cs[0]["op"] is None and sts["offload_bytes"] >= 4096 and sts["n_offloads"] == len(cs)
+                  and {"offload", "prefetch"} <= ev, "offload stats %r events %r" % (sts, ev))
+        check(sts["overhead_percent"] > 0, "%s: overhead %r" % (words, sts["overhead_percent"]))
+    none = bufplan.PlanOptions(budget=peak - 4096, fallback="none", engine="strict")
+    check(none.fallback == "none", "fallback none reads back")
+    raises(BufplanError, ["budget"], s.plan, none)
+    # a slower host link makes an offload cost more
+    slow = s.plan(engine="strict", budget=peak - 4096, fallback="offload", host_bandwidth=1e3).stats
+    fast = s.plan(engine="strict", budget=peak - 4096, fallback="offload", host_bandwidth=1e12).stats
+    check(slow["transfer_cost"] >= fast["transfer_cost"], "transfer cost %r >= %r" % (slow["transfer_cost"],
+                                                                                      fast["transfer_cost"]))
+    # bad words and values: BufplanError / TypeError with bufplan's message
+    raises(BufplanError, ["fallback", "recomput"], bufplan.PlanOptions, fallback="recomput")
+    raises(BufplanError, ["nonesuch"], bufplan.PlanOptions, engine="nonesuch")
+    raises(TypeError, ["engine"], bufplan.PlanOptions, engine=3.5)
+    raises(ValueError, ["host_bandwidth"], bufplan.PlanOptions, host_bandwidth=0)
+    raises(BufplanError, ["<dict>"], bufplan.Engine.from_dict, {"format": "bufplan-engine", "version": 1,
+                                                                "ops": {"Relu": {"inplce": [[0, 0]]}}})
+
+
 def test_bad_input(tmp):
     g = chain_graph()
     raises(TypeError, ["tensor name", "str"], g.add_tensor, 42, 100)
@@ -208,6 +306,7 @@ def test_bad_input(tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_roundtrip(tmp)
+        test_new_options(tmp)
         test_bad_input(tmp)
     print("binding: %s (library %s)" % ("FAIL" if FAILS else "ok", bufplan.library_path()))
     return 1 if FAILS else 0

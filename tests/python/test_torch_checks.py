@@ -13,6 +13,7 @@ import tempfile
 import threading
 
 from torch_util import bt, check, finish, identical_run, model, torch
+import bufplan  # noqa: E402  (torch_util put the package on the path)
 
 
 def first_line(e):
@@ -168,13 +169,76 @@ def test_fallback():
     print(p.stdout.strip())
 
 
+class Skip(torch.nn.Module):
+    """sin(w) is read first and last, around a chain four times its size:
+    under a budget it is dropped and computed again before the last read."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(1024))
+
+    def forward(self, x):
+        t0 = torch.sin(self.w)
+        t = x + t0
+        for _ in range(4):
+            t = torch.cos(t)
+        return torch.cat([t0, t.sum().reshape(1)])
+
+
+def skip_model():
+    torch.manual_seed(0)
+    return Skip(), torch.randn(4, 1024)
+
+
+def test_budget():
+    """compile(budget=B) below the plain plan's arena: the plan holds copies
+    (recompute or offload), the arena fits B, and the replayed run is bit
+    identical to eager.  The budget is the smallest of a few fractions of the
+    arena that the planner fits (a training graph's gradients stay in the
+    arena to the end, which bounds how far below it can go)."""
+    for name, small, fb in (("transformer", True, "recompute,offload"), ("resnet18", False, "recompute,offload"),
+                            ("skip", True, "recompute")):
+        m, x = model(name, small=small) if name != "skip" else skip_model()
+        f = bt.compile(m, (x,), mode="infer" if name == "skip" else "train")
+        e = f.entry((x,))
+        a, g = e.plan.arena_bytes, e.prog.graph
+        budget = None
+        for frac in (0.8, 0.9, 0.95, 0.98, 0.99, 0.995):
+            try:
+                q = g.plan(sched="best", assign="bestfit", time_limit=2, engine=e.engine, budget=int(a * frac),
+                           fallback=fb)
+            except bufplan.BufplanError as err:
+                check("budget" in str(err), "%s: a refused budget says so: %s" % (name, first_line(err)))
+                continue
+            if q.copies():
+                budget = int(a * frac)
+                break
+        if not check(budget is not None, "%s: no budget below the arena %d gives a plan with copies" % (name, a)):
+            continue
+        mode = "infer" if name == "skip" else "train"
+        m, x = model(name, small=small) if name != "skip" else skip_model()
+        f2, ok = identical_run(m, x, mode, debug=False, budget=budget, options={"fallback": fb})
+        p = f2.entry((x,)).plan
+        kinds = sorted({c["kind"] for c in p.copies()})
+        check(p.copies() and p.arena_bytes <= budget and p.verify(),
+              "%s: the budgeted plan: %d copies, arena %d, budget %d" % (name, len(p.copies()), p.arena_bytes, budget))
+        check(ok, "%s: the run with %s copies differs from eager" % (name, kinds))
+        st = bt.allocator.stats()
+        check(st.get("mismatches", 0) == 0, "%s: allocations differed from the calibration" % name)
+        check(fb != "recompute" or kinds == ["recompute"], "%s: recompute only, copies %s" % (name, kinds))
+        print("budget %-11s arena %d -> budget %d (%.1f%%): plan %d, %d copies %s, overhead %.2f%%, %s" % (
+            name, a, budget, 100.0 * budget / a, p.arena_bytes, len(p.copies()), kinds,
+            p.stats["overhead_percent"], "identical" if ok else "DIFFERS"), flush=True)
+
+
 def main(argv):
     if not bt.allocator_available():
         print("NOTE: the planned allocator is not available (%s); the runner uses the out= fallback"
               % bt.allocator.why())
     with tempfile.TemporaryDirectory() as tmp:
         tests = {"debug": test_debug_catches_moved_offset, "rng": test_rng_order, "threads": test_two_threads,
-                 "input": lambda: test_bad_input_and_shapes(tmp), "fallback": test_fallback}
+                 "input": lambda: test_bad_input_and_shapes(tmp), "fallback": test_fallback,
+                 "budget": test_budget}
         for name in argv or list(tests):
             tests[name]()
             print("checked:", name, flush=True)

@@ -23,6 +23,8 @@ def main(argv):
             check(r["arena_bytes"] <= r["traced_peak_bytes"] or mode == "infer",
                   "%s %s: arena %d above the traced order's peak %d" % (name, mode, r["arena_bytes"],
                                                                          r["traced_peak_bytes"]))
+            check(r["engine"] == "torch-aten" and f.entry(f.example).plan.verify(),
+                  "%s %s: the plan is made for, and verifies against, the torch profile (%s)" % (name, mode, r["engine"]))
             st = bt.allocator.stats() if bt.allocator_available() else {}
             print("%-16s %-5s %s  arena %10d  traced peak %10d  eager live peak %s  %.1f s" % (
                 name, mode, "identical" if ok else "DIFFERS", r["arena_bytes"], r["traced_peak_bytes"],

@@ -69,6 +69,11 @@ class Entry:
         self.prog.env_calibration = None
         self.trace_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
+        if options.engine is None:   # the torch profile: the plan is made, and verified, for what ATen does
+            self.engine = bufplan.Engine.from_dict(self.prog.engine, "torch-aten")
+            options = bufplan.PlanOptions.of(options, engine=self.engine)
+        else:
+            self.engine = options.engine
         if cache is not None:
             self.plan, self.cache_hit = cache.plan(self.prog.graph, "", options)
         else:
@@ -107,7 +112,7 @@ class Compiled:
     the plan for those inputs' shape; .entry(inputs) its plan and program."""
 
     def __init__(self, model, example_inputs, mode="infer", loss=None, options=None, cache_dir=None,
-                 clone_outputs=True, debug=False):
+                 clone_outputs=True, debug=False, budget=None):
         if not isinstance(model, torch.nn.Module):
             raise TypeError("bufplan.torch: model must be a torch.nn.Module, not %s" % type(model).__name__)
         if mode not in ("infer", "train"):
@@ -118,6 +123,8 @@ class Compiled:
             raise TypeError("bufplan.torch: loss must be callable")
         self.model, self.mode, self.loss = model, mode, loss
         self.options = _options(options)
+        if budget is not None:
+            self.options = bufplan.PlanOptions.of(self.options, budget=budget)
         self.cache = _cache(cache_dir)
         self.clone_outputs, self.debug = clone_outputs, debug
         self.example = _capture._check_inputs(example_inputs)
@@ -174,7 +181,7 @@ class Compiled:
 
 
 def compile(model, example_inputs, mode="infer", loss=None, options=None, cache_dir=None, clone_outputs=True,
-            debug=False):
+            debug=False, budget=None):
     """A callable that runs model (mode "infer") or one training step of
     loss(model(*inputs)) (mode "train": returns the loss and adds each
     parameter's gradient to .grad) in one planned arena.  options: a
@@ -182,8 +189,10 @@ def compile(model, example_inputs, mode="infer", loss=None, options=None, cache_
     cache_dir: bufplan's plan cache directory (None: plans kept in memory
     only); clone_outputs=False returns the outputs in the arena (valid until
     the next call on the same thread); debug=True checks every op against
-    an eager run (runner.py)."""
-    return Compiled(model, example_inputs, mode, loss, options, cache_dir, clone_outputs, debug)
+    an eager run (runner.py); budget: the arena's bytes at most (an int or
+    "40M"): where no order fits, the plan recomputes or offloads storages
+    (options' fallback) and the callable replays those copies."""
+    return Compiled(model, example_inputs, mode, loss, options, cache_dir, clone_outputs, debug, budget)
 
 
 def _eager_peak(model, inputs, mode, loss):
@@ -215,7 +224,7 @@ def _report(model, e, inputs, mode, loss):
     ws = sum(op.ws_bytes for op in e.prog.ops)
     return {"mode": mode, "arena_bytes": p.arena_bytes, "lower_bound_bytes": p.lower_bound_bytes,
             "traced_peak_bytes": traced_peak, "eager_live_peak_bytes": live, "eager_allocator_peak_bytes": usable,
-            "workspace_bytes": ws, "n_ops": g.n_ops, "n_tensors": g.n_tensors, "sched": p.sched, "assign": p.assign,
+            "workspace_bytes": ws, "engine": p.engine_name, "n_ops": g.n_ops, "n_tensors": g.n_tensors, "sched": p.sched, "assign": p.assign,
             "trace_seconds": e.trace_seconds, "plan_seconds": e.plan_seconds, "cache_hit": e.cache_hit,
             "allocator": allocator.available(), "allocator_why": allocator.why()}
 

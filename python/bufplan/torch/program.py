@@ -15,7 +15,15 @@ runner executes.
    hints only for element-wise ops whose output has the input's layout, and
    RNG ops chained by zero-byte token tensors (each reads the previous one's
    token), so that no order changes the sequence of random numbers.
-3. The queues: for every op, the sizes in allocation order and where each
+3. The engine profile (`engine`, a "bufplan-engine" document): what ATen
+   does with this graph's op types, so that the planner and the verifier
+   check the plan against it.  A view rule [out, in] for a type every one of
+   whose ops has that output as a view of that input (the storage sharing the
+   calibration saw, which agrees with the schema's alias info); an in-place
+   rule [0, "*"] for an element-wise type every one of whose ops has one
+   output and the input's layout on every same-sized input that could be
+   written over; the per-op layout matches stay graph hints (graph_hints).
+4. The queues: for every op, the sizes in allocation order and where each
    goes (an output's planned offset, a slot of the workspace, or the heap).
 """
 import operator
@@ -88,7 +96,8 @@ class Op:
     ('out', tensor id), ('ws', offset in the workspace) or ('heap',)), and
     its workspace tensor id (-1 when none)."""
 
-    __slots__ = ("node", "id", "outs", "queue", "ws", "ws_bytes", "getitems", "fresh", "uninitialized")
+    __slots__ = ("node", "id", "outs", "queue", "ws", "ws_bytes", "getitems", "fresh", "uninitialized", "ins",
+                 "all_outs", "inplace_ok")
 
     def __init__(self, node):
         self.node = node
@@ -99,6 +108,8 @@ class Op:
         self.ws_bytes = 0
         self.getitems = []
         self.fresh = []   # output tensor ids that the op allocates itself
+        self.ins, self.all_outs = [], []   # the bufplan op's inputs and outputs
+        self.inplace_ok = False            # every same-sized root input has the output's layout
         # empty, empty_like, new_empty, empty_strided: outputs whose bytes mean nothing yet
         self.uninitialized = "empty" in op_type(node.target)
 
@@ -270,6 +281,7 @@ class Program:
                 ins += rng[0]
                 outs.append(rng[1])
             op.id = g.add_op(node.name, op_type(node.target), ins, outs)
+            op.ins, op.all_outs = ins, outs
             if op_type(node.target) in POINTWISE and len(op.fresh) == 1:
                 self._inplace_hint(op, node)
         outs = pytree.tree_flatten(map_arg(self.output_node.args, lambda n: n))[0]
@@ -283,11 +295,38 @@ class Program:
             if isinstance(t, int):
                 g.mark(t, "output")
         g.finalize()
+        self.engine = self._engine_profile()
+
+    def _engine_profile(self):
+        """The torch profile of this graph (see the module comment)."""
+        by_type = {}
+        for op in self.ops:
+            by_type.setdefault(op_type(op.node.target), []).append(op)
+        rules = {}
+        for ty, ops in by_type.items():
+            views = None
+            for op in ops:
+                pairs = set()
+                for k, t in enumerate(op.all_outs):
+                    src = self.view_of[t]
+                    if src >= 0 and src in op.ins:
+                        pairs.add((k, op.ins.index(src)))
+                views = pairs if views is None else views & pairs
+            r = {}
+            if views:
+                r["views"] = [list(p) for p in sorted(views)]
+            if ty in POINTWISE and all(op.inplace_ok and len(op.all_outs) == 1 for op in ops):
+                r.update({"inplace": [[0, "*"]], "same_dtype": True, "strided": False})
+            if r:
+                rules[ty] = r
+        return {"format": "bufplan-engine", "version": 1, "name": "torch-aten", "concat_inplace": False,
+                "graph_hints": True, "ops": rules}
 
     def _inplace_hint(self, op, node):
         out = op.fresh[0]
         env = self.env_calibration
         res = env[node]
+        hinted = set()
         for a in node.args:
             if not isinstance(a, torch.fx.Node) or not isinstance(env.get(a), torch.Tensor):
                 continue
@@ -296,3 +335,8 @@ class Program:
                 continue
             if _dense_same(res, env[a]):
                 self.graph.set_inplace(op.id, out, tid)
+                hinted.add(tid)
+        # a type-wide rule may write over any root input of the output's size: each must have been hinted
+        op.inplace_ok = all(t in hinted for t in op.ins
+                            if self.nbytes[t] == self.nbytes[out] and self.view_of[t] < 0 and t != out
+                            and not self.graph.tensor_flags(t) & 11)

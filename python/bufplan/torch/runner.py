@@ -18,6 +18,18 @@ buffers); after the last op, every tensor still live is.  The first that
 differs is reported with its step, offset and the plan's buffer history of
 its bytes (DebugMismatch).
 
+Fallback events (a plan made under a budget, with copies; docs/FALLBACK.md):
+after the op of a copy's evict step, a storage that comes back by prefetch is
+copied to a host tensor (its arena bytes are then others'); one that comes
+back by recompute is just dropped.  Before the op of the copy's first step,
+the producer runs again with its output routed to the copy's offset (its
+other outputs and its workspace to the heap), or the host bytes are copied
+back to the copy's offset; then every value of that storage (the root, its
+views, outputs written over it in place) is rebound to the new bytes with
+its own shape, strides and storage offset.  An output written in place over
+a moved storage goes where the storage is at that step.  A random op is
+never run again (it would draw other numbers): such a plan is refused.
+
 Each thread running a Runner gets its own arena, so two threads may call it
 at once.
 """
@@ -31,6 +43,7 @@ from torch.fx.node import map_arg
 from torch.utils import _pytree as pytree
 
 from . import allocator
+from .program import is_random
 
 PAGE = 4096
 
@@ -60,6 +73,7 @@ class Runner:
         self.tp = plan.tensors()   # (first, last, offset, bytes, buffer, kind, alias_of)
         self.offset = [t[2] for t in self.tp]
         self.arena_bytes = plan.arena_bytes
+        self._copies(plan.copies())
         self.local = threading.local()
         self.out_nodes = pytree.tree_flatten(map_arg(prog.output_node.args, lambda n: n))[0]
         self._release_lists()
@@ -67,15 +81,68 @@ class Runner:
         self.fallback_stats = {"out_variant_ops": 0, "copied_ops": 0, "copied_bytes": 0}
 
     # ---------------------------------------------------------- setup
+    def _copies(self, copies):
+        """Per step, the copies made before its op (`before`) and the
+        storages that leave after it (`after`: (root, offload?)); where
+        each storage is at each step (`where`)."""
+        n = len(self.order)
+        self.root = [t if self.tp[t][6] < 0 else self.tp[t][6] for t in range(len(self.tp))]
+        self.before = [[] for _ in range(n)]
+        self.after = [[] for _ in range(n)]
+        self.by_root = {}
+        self.recompute_uses = {}   # step -> ops run again there
+        by_id = {op.id: op for op in self.prog.ops}
+        for c in copies:
+            self.by_root.setdefault(c["tensor"], []).append(c)
+            if c["kind"] == "recompute":
+                op = by_id[c["op"]]
+                if is_random(op.node.target):
+                    raise RuntimeError("bufplan.torch: the plan recomputes the random op %s (%s), which would draw "
+                                       "other numbers; plan with fallback='offload'" % (op.node.name, op.node.target))
+                self.before[c["first"]].append((c, op))
+                self.recompute_uses.setdefault(c["first"], []).append(op)
+            else:
+                self.before[c["first"]].append((c, None))
+        if self.by_root and self.lib is None:
+            raise RuntimeError("bufplan.torch: a plan with recompute or offload copies needs the planned allocator "
+                               "(%s)" % allocator.why())
+        if self.by_root and self.debug:
+            raise ValueError("bufplan.torch: the debug mode does not check plans with recompute or offload copies")
+        for r, cs in self.by_root.items():
+            cs.sort(key=lambda c: c["first"])
+            for c in cs:
+                self.after[c["evict"]].append((r, c["kind"] == "prefetch"))
+        self.nodes_of = {}   # storage root -> the fx nodes whose value is a tensor of it
+        if self.by_root:
+            for node, tid in self.prog.node_tensors.items():
+                if isinstance(tid, int) and self.root[tid] in self.by_root:
+                    self.nodes_of.setdefault(self.root[tid], []).append(node)
+
+    def where(self, tid, step):
+        """The arena offset of tensor tid's bytes at a step (its storage may
+        have moved: a copy), None outside the arena."""
+        r = self.root[tid]
+        off = self.offset[tid]
+        for c in self.by_root.get(r, ()):
+            if c["first"] <= step:
+                off = c["offset"] + (self.offset[tid] - self.offset[r] if self.offset[r] is not None else 0)
+        return off
+
     def _release_lists(self):
         """For each step, the fx nodes whose value is not needed after it."""
         last = {}
         keep = set(n for n in self.out_nodes if n is not None)
         for step, op in enumerate(self.order):
-            for a in op.node.all_input_nodes:
-                last[a] = step
-                if a.op == "call_function" and a.target is operator.getitem:
-                    last[a.args[0]] = step
+            for o in [op] + self.recompute_uses.get(step, []):
+                for a in o.node.all_input_nodes:
+                    last[a] = max(last.get(a, step), step)
+                    if a.op == "call_function" and a.target is operator.getitem:
+                        last[a.args[0]] = max(last.get(a.args[0], step), step)
+        for r, nodes in self.nodes_of.items():   # a storage that comes back keeps its values to rebind
+            for c in self.by_root[r]:
+                for nd in nodes:
+                    if nd in last:
+                        last[nd] = max(last[nd], c["first"])
         self.release = [[] for _ in self.order]
         for n, s in last.items():
             if n not in keep and n.op == "call_function":
@@ -120,6 +187,8 @@ class Runner:
         (clones unless clone_outputs is False: then they live in the arena
         until this thread's next run)."""
         debug = self.debug if debug is None else debug
+        if debug and self.by_root:
+            raise ValueError("bufplan.torch: the debug mode does not check plans with recompute or offload copies")
         st = self._state()
         ref = self._reference(ph_values) if debug else None
         if debug:
@@ -127,9 +196,12 @@ class Runner:
         env = dict(zip(self.prog.placeholders, ph_values))
         env.update(self.prog.consts)
         values = {}
+        host = {}
         with torch.no_grad():
             for step, op in enumerate(self.order):
                 node = op.node
+                for c, rop in self.before[step]:
+                    self._bring_back(st, env, host, c, rop)
                 args = map_arg(node.args, lambda n: env[n])
                 kwargs = map_arg(node.kwargs, lambda n: env[n])
                 if self.lib is not None:
@@ -142,6 +214,10 @@ class Runner:
                 if debug and not op.uninitialized:
                     self._record(op, out, values)
                     self._compare(step, op, values, ref)
+                for r, offload in self.after[step]:
+                    if offload:
+                        off, nb = self._at(r, step), self.prog.nbytes[r]
+                        host[r] = st.mem[st.start + off:st.start + off + nb].clone()
                 for n in self.release[step]:
                     env.pop(n, None)
         outs = []
@@ -149,6 +225,42 @@ class Runner:
             v = None if n is None else env[n]
             outs.append(v.clone() if self.clone_outputs and isinstance(v, torch.Tensor) and st.holds(v) else v)
         return outs
+
+    def _at(self, r, step):
+        return self.where(r, step)
+
+    def _bring_back(self, st, env, host, c, rop):
+        """Copy c of storage c["tensor"] into the arena at c["offset"] (by
+        running rop again, or from host memory), then every value of the
+        storage rebound there."""
+        r, off = c["tensor"], c["offset"]
+        old = self.where(r, c["first"] - 1) if c["first"] > 0 else self.offset[r]
+        if rop is None:
+            nb = self.prog.nbytes[r]
+            st.mem[st.start + off:st.start + off + nb].copy_(host.pop(r))
+        else:
+            import ctypes
+            U64 = ctypes.c_uint64
+            sizes, addrs = [], []
+            for size, wh in rop.queue:
+                sizes.append(size)
+                addrs.append(st.base + off if wh[0] == "out" and self.root[wh[1]] == r else 0)
+            n = max(1, len(sizes))
+            self.lib.bpt_expect((U64 * n)(*sizes), (U64 * n)(*addrs), len(sizes))
+            try:
+                node = rop.node
+                rop.node.target(*map_arg(node.args, lambda n: env[n]), **map_arg(node.kwargs, lambda n: env[n]))
+            finally:
+                self.lib.bpt_done()
+        for nd in self.nodes_of.get(r, ()):
+            t = env.get(nd)
+            if not isinstance(t, torch.Tensor):
+                continue
+            delta = t.storage().data_ptr() - (st.base + old)
+            es = t.element_size()
+            raw = st.mem[st.start + off + delta:st.start + off + delta + t.storage().nbytes()].view(t.dtype)
+            env[nd] = raw.as_strided(t.shape, t.stride(), raw.storage_offset() + t.storage_offset())
+            assert es and env[nd].data_ptr() - st.base == off + delta + t.storage_offset() * es
 
     def _call_planned(self, st, step, op, args, kwargs):
         sizes, addrs = st.queue(step)
@@ -160,7 +272,7 @@ class Runner:
         flat = pytree.tree_flatten(out)[0] if not isinstance(out, torch.Tensor) else [out]
         tens = [t for t in flat if isinstance(t, torch.Tensor)]
         for tid, t in zip(op.outs, tens):
-            off = self.offset[tid]
+            off = self.where(tid, step)
             if off is None or tid not in op.fresh:
                 continue
             got = t.storage().data_ptr() - st.base
