@@ -265,7 +265,10 @@ void bp__exec_copies_accesses(const bp_exec *ex, void (*add)(void *ctx, int32_t 
             }
         } else {
             int32_t prev = c > ex->c_beg[r] ? c - 1 : -1, ev = ex->order[x->evict];
-            for (int32_t k = ex->mem_off[r]; k < ex->mem_off[r + 1]; k++) add(ctx, ex->mem[k], prev, ev);
+            for (int32_t k = ex->mem_off[r]; k < ex->mem_off[r + 1]; k++) {   /* the members written by then */
+                int32_t pr = g->t[ex->mem[k]].producer;
+                if (pr < 0 || ex->step[pr] <= x->evict) add(ctx, ex->mem[k], prev, ev);
+            }
         }
     }
 }

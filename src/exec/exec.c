@@ -969,6 +969,10 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
             if (!bp__exec_is_tenant(ex, t)) continue;
             int32_t r = ex->root[t];
             if (ex->sk[r] != BP__SK_ARENA && amark[r] < 2) continue;
+            /* written while its storage sits in a copy: that copy's tenant covers it */
+            if (ex->n_cp && ex->c_beg[r] < ex->c_beg[r + 1] && g->t[t].producer >= 0 &&
+                bp__exec_copy_at(ex, r, ex->step[g->t[t].producer]) >= 0)
+                continue;
             uint64_t lo, hi;
             if (ex->sk[r] == BP__SK_ARENA) {
                 lo = (p->tp[t].offset != BP_NO_OFFSET ? p->tp[t].offset : p->tp[r].offset) + ex->voff[t];
