@@ -145,6 +145,8 @@ typedef struct bp_exec_run_stats {
     uint64_t peak_bytes;     /* activation memory: arena + peak of run-time blocks
                                 (rounded sizes; malloc: requested sizes); SAFE: the
                                 safe buffers (safe_bytes), all held for the whole run */
+    uint64_t n_recomputes;   /* a plan's copies replayed (planned mode): ops run again, */
+    uint64_t n_offloads;     /* storages copied to host memory (and back) */
 } bp_exec_run_stats;
 
 /* Runs the graph once.  Returns BP_ERR_KERNEL (op named) when a kernel fails,

@@ -25,12 +25,13 @@
 #define _POSIX_C_SOURCE 200809L
 #include "exec/exec_internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- helpers */
 
-static void *ex_alloc(bp_exec *ex, size_t n)
+void *bp__exec_alloc(bp_exec *ex, size_t n)
 {
     if (!n) n = 1;
     if (!bp__grow(&ex->a, (void **)&ex->blocks, &ex->cap_blocks, ex->n_blocks + 1, sizeof *ex->blocks)) return NULL;
@@ -39,7 +40,7 @@ static void *ex_alloc(bp_exec *ex, size_t n)
     ex->blocks[ex->n_blocks++] = (bp__exec_block){p, n};
     return p;
 }
-#define EX_ARR(ex, ptr, count) ((ptr) = ex_alloc((ex), (size_t)(count) * sizeof *(ptr)))
+#define EX_ARR(ex, ptr, count) ((ptr) = bp__exec_alloc((ex), (size_t)(count) * sizeof *(ptr)))
 
 int bp_exec_noop_kernel(void *user, const bp_exec_call *c, bp_error *err)
 {
@@ -151,6 +152,7 @@ static void ex_release_all(bp_exec *ex)
     L0.pl = ex->n_ploc ? ex->ploc[0] : NULL;
     for (int32_t r = 0; r < ex->nt; r++)
         if (ex->sk[r] == BP__SK_POOL && ex->root[r] == r && ex->sptr[r]) ex_storage_release(ex, r, L0.pl ? &L0 : NULL);
+    bp__exec_copies_release(ex);
 }
 
 /* ------------------------------------------------------------ one op */
@@ -186,12 +188,17 @@ static bp_status ex_op(bp_exec *ex, int32_t op, int thr, bp__exec_local *L, bp_e
         bp_status s = ex_storage_alloc(ex, ex->al[k], thr, L, err);
         if (s) return s;
     }
+    if (ex->n_cp) {   /* prefetches and recomputes the plan puts before this op */
+        bp_status s = bp__exec_copies_pre(ex, op, thr, err);
+        if (s) return s;
+    }
     const bp__op *x = &ex->g->o[op];
     bp_exec_buf *b = ex->bufs + ex->io_off[op];
     int n = x->n_in + x->n_out;
+    void *const *cp = ex->n_cp ? ex->cptr + ex->io_off[op] : NULL;
     for (int k = 0; k < n; k++) {
         int32_t t = b[k].tensor;
-        b[k].data = ex->tptr[t];
+        b[k].data = cp && cp[k] ? cp[k] : ex->tptr[t];
         b[k].bytes = ex->tbytes[t];
     }
     uint64_t *h = ex->io_hash ? ex->io_hash + ex->io_off[op] : NULL;
@@ -224,7 +231,7 @@ static bp_status ex_op(bp_exec *ex, int32_t op, int thr, bp__exec_local *L, bp_e
     }
     if (h)
         for (int k = x->n_in; k < n; k++) h[k] = bp_digest_hash(b[k].data, b[k].bytes, 0);
-    return BP_OK;
+    return ex->n_cp ? bp__exec_copies_post(ex, op, err) : BP_OK;   /* offloads after it */
 }
 
 /* -------------------------------------------------------------- parallel */
@@ -354,6 +361,8 @@ bp_status bp_exec_run(bp_exec *ex, bp_exec_run_stats *st, bp_error *err)
     atomic_store(&ex->peak_bytes, 0);
     atomic_store(&ex->tick, 0);
     atomic_store(&ex->stop, 0);
+    atomic_store(&ex->n_recomputed, 0);
+    atomic_store(&ex->n_offloaded, 0);
     memset(&ex->tot, 0, sizeof ex->tot);
     ex->run_status = BP_OK;
     ex->run_err.msg[0] = 0;
@@ -393,6 +402,8 @@ bp_status bp_exec_run(bp_exec *ex, bp_exec_run_stats *st, bp_error *err)
         st->n_frees = ex->tot.n_frees;
         /* safe mode holds every tensor's own buffer for the whole run */
         st->peak_bytes = ex->arena_bytes + (ex->o.mode == BP_EXEC_SAFE ? ex->safe_bytes : 0) + atomic_load(&ex->peak_bytes);
+        st->n_recomputes = atomic_load(&ex->n_recomputed);
+        st->n_offloads = atomic_load(&ex->n_offloaded);
     }
     if (ex->run_status) {
         ex_release_all(ex);
@@ -504,6 +515,7 @@ void *bp_exec_tensor_data(const bp_exec *ex, int32_t t, uint64_t *bytes)
      * reused); a tensor made by an op over it (in place, or a view of such
      * an output) lives in the arena */
     if (ex->external[r] && ex->sk[r] == BP__SK_ARENA && ex->g->t[t].producer < 0) return ex->sptr[r];
+    if (ex->n_cp && ex->c_beg[r] < ex->c_beg[r + 1]) return bp__exec_copy_addr(ex, t, ex->c_beg[r + 1] - 1);  /* its last copy */
     return ex->tptr[t];
 }
 
@@ -546,6 +558,7 @@ void bp_exec_free(bp_exec *ex)
     for (int i = 0; i < ex->n_ploc; i++) bp_pool_local_free(ex->ploc[i]);
     bp_pool_free(ex->pool);
     bp_pool_free(ex->xpool);
+    bp_pool_free(ex->hpool);
     if (ex->sync_ok) {
         pthread_mutex_destroy(&ex->mu);
         pthread_cond_destroy(&ex->cv_work);
@@ -568,9 +581,6 @@ static bp_status ex_check_plan(bp_exec *ex, bp_error *err)
     if (p->n_t != (int32_t)g->n_t || p->n_o != (int32_t)g->n_o)
         return bp__err(err, BP_ERR_USAGE, "%s: the plan has %d tensors and %d ops, the graph %d and %d: not this graph's plan",
                        g->name, (int)p->n_t, (int)p->n_o, (int)g->n_t, (int)g->n_o);
-    if (p->n_copies)
-        return bp__err(err, BP_ERR_UNSUPPORTED, "%s: the plan recomputes or offloads %d copies; the executor does not replay them yet "
-                       "(plan without --budget, or with --fallback none)", g->name, (int)p->n_copies);
     for (int32_t s = 0; s < ex->no; s++) ex->step[s] = -1;
     for (int32_t s = 0; s < ex->no; s++) {
         int32_t op = p->order[s];
@@ -848,6 +858,47 @@ static void ex_acc_add(const bp_exec *ex, const int32_t *tid, int32_t t, int32_t
     else acc_off[q + 2]++;
 }
 
+/* Accessors with copies (parallel replay of a plan's copies, copies.c): an
+ * access to residency c >= 0 of a storage counts for the copy's tenant
+ * (base + c), one to the first placement goes through ex_acc_add.  In the
+ * fill pass, the edges the fence builder does not make: the copy's maker
+ * before each other accessor, and, for the copies' own reads of a first
+ * placement (extra), the tensor's producer before the op that reads. */
+typedef struct ex_acc_cx {
+    const bp_exec *ex;
+    const int32_t *tid;
+    int32_t *amark, *acc, *acc_off, base;
+    bool fill, extra, oom;
+    int32_t *edges; size_t n_edges, cap_edges;
+} ex_acc_cx;
+
+static void ex_acc_edge(ex_acc_cx *x, int32_t from, int32_t to)
+{
+    if (from < 0 || from == to) return;
+    bp_exec *ex = (bp_exec *)x->ex;
+    if (!bp__grow(&ex->a, (void **)&x->edges, &x->cap_edges, 2 * (x->n_edges + 1), sizeof *x->edges)) { x->oom = true; return; }
+    x->edges[2 * x->n_edges] = from;
+    x->edges[2 * x->n_edges + 1] = to;
+    x->n_edges++;
+}
+
+static void ex_acc_res(void *ctx, int32_t t, int32_t c, int32_t op)
+{
+    ex_acc_cx *x = ctx;
+    const bp_exec *ex = x->ex;
+    if (c < 0) {
+        ex_acc_add(ex, x->tid, t, op, x->amark, x->fill ? x->acc : NULL, x->acc_off, 0);
+        if (x->fill && x->extra) ex_acc_edge(x, ex->g->t[t].producer, op);
+        return;
+    }
+    int32_t q = x->base + c;
+    if (x->fill) ex_acc_edge(x, ex->order[ex->cp[c].first], op);
+    if (x->amark[q] == op) return;
+    x->amark[q] = op;
+    if (x->fill) x->acc[x->acc_off[q + 1]++] = op;
+    else x->acc_off[q + 2]++;
+}
+
 /* A storage allocated at run time (POOL) whose members are made by several
  * ops (Concat slices) is allocated by the first of them in plan order: every
  * other producer waits for that one (a fence), so no slice is written before
@@ -885,15 +936,17 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
     bp__tenant *ten = NULL;
     int32_t *tid = NULL, *acc_off = NULL, *acc = NULL, *amark = NULL;
     size_t n_ten = 0, acc_cap = 0;
+    int32_t ntt = nt + ex->n_cp;   /* tenants: tensors, then copies */
+    ex_acc_cx ax = {.ex = ex};
     bp_status s = bp__op_preds(g, &ex->a, &pred_off, &pred, &ex->n_data_edges, err);
     if (s) return s;
     if (ex->o.mode != BP_EXEC_SAFE) {
         /* tenants: tensors written into their own bytes (not shared views);
          * arena ones at their offsets, the others in a private range each */
         tid = bp__alloc(&ex->a, (size_t)(nt ? nt : 1) * sizeof *tid);
-        ten = bp__alloc(&ex->a, (size_t)(nt ? nt : 1) * sizeof *ten);
-        amark = bp__alloc(&ex->a, (size_t)(nt ? nt : 1) * sizeof *amark);
-        acc_off = bp__calloc(&ex->a, (size_t)nt + 2, sizeof *acc_off);
+        ten = bp__alloc(&ex->a, (size_t)(ntt ? ntt : 1) * sizeof *ten);
+        amark = bp__alloc(&ex->a, (size_t)(ntt ? ntt : 1) * sizeof *amark);
+        acc_off = bp__calloc(&ex->a, (size_t)ntt + 2, sizeof *acc_off);
         acc = bp__alloc(&ex->a, (g->n_io ? g->n_io : 1) * sizeof *acc);
         uint64_t *vbase = bp__alloc(&ex->a, (size_t)(nt ? nt : 1) * sizeof *vbase);
         if (!tid || !ten || !amark || !acc_off || !acc || !vbase) {
@@ -919,6 +972,10 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
             if (!bp__exec_is_tenant(ex, t)) continue;
             int32_t r = ex->root[t];
             if (ex->sk[r] != BP__SK_ARENA && amark[r] < 2) continue;
+            /* written while its storage sits in a copy: that copy's tenant covers it */
+            if (ex->n_cp && ex->c_beg[r] < ex->c_beg[r + 1] && g->t[t].producer >= 0 &&
+                bp__exec_copy_at(ex, r, ex->step[g->t[t].producer]) >= 0)
+                continue;
             uint64_t lo, hi;
             if (ex->sk[r] == BP__SK_ARENA) {
                 lo = (p->tp[t].offset != BP_NO_OFFSET ? p->tp[t].offset : p->tp[r].offset) + ex->voff[t];
@@ -931,7 +988,9 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
             ten[n_ten++] = (bp__tenant){g->t[t].producer, lo, hi};
         }
         bp__free(&ex->a, vbase, (size_t)(nt ? nt : 1) * sizeof *vbase);
-        for (int32_t t = 0; t < nt; t++) amark[t] = -1;
+        ax.base = (int32_t)n_ten;
+        if (ex->n_cp) n_ten += (size_t)bp__exec_copies_tenants(ex, ax.base, ten);
+        for (int32_t t = 0; t < ntt; t++) amark[t] = -1;
         /* a view's accesses count for the tenant it shares bytes with */
         for (int32_t t = 0; t < nt; t++) {
             if (tid[t] >= 0) continue;
@@ -942,11 +1001,17 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
         }
         /* accessors per tenant (CSR): every op that reads or writes it */
         for (int pass = 0; pass < 2; pass++) {
+            ax.tid = tid; ax.amark = amark; ax.acc = acc; ax.acc_off = acc_off; ax.fill = pass; ax.extra = false;
             for (int32_t op = 0; op < no; op++) {
                 const int32_t *io = g->io + g->o[op].io_off;
-                for (int k = 0; k < g->o[op].n_in + g->o[op].n_out; k++)
-                    ex_acc_add(ex, tid, io[k], op, amark, pass ? acc : NULL, acc_off, 0);
+                for (int k = 0; k < g->o[op].n_in + g->o[op].n_out; k++) {
+                    int32_t r = ex->root[io[k]];
+                    ex_acc_res(&ax, io[k], ex->n_cp && ex->c_beg[r] < ex->c_beg[r + 1] ? bp__exec_copy_at(ex, r, ex->step[op]) : -1, op);
+                }
             }
+            ax.extra = true;
+            if (ex->n_cp) bp__exec_copies_accesses(ex, ex_acc_res, &ax);
+            if (ax.oom) { s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name); goto done; }
             for (size_t q = 0; q < n_ten; q++) amark[q] = -1;
             if (!pass) for (size_t q = 1; q <= n_ten + 1; q++) acc_off[q] += acc_off[q - 1];
             if (!pass && (size_t)acc_off[n_ten + 1] > (g->n_io ? g->n_io : 1)) {   /* Concat outputs made of slices count more */
@@ -961,6 +1026,28 @@ static bp_status ex_setup_deps(bp_exec *ex, bp_error *err)
                              &ex->fences, &ex->n_fences, &ex->cap_fences, &ex->fence_gave_up, err);
         if (s) goto done;
         if ((s = ex_pool_slice_fences(ex, amark, err))) goto done;
+        for (int32_t c = 0; c < ex->n_cp; c++)   /* a prefetch reads what its offload wrote */
+            if (ex->cp[c].kind == BP_COPY_PREFETCH) ex_acc_edge(&ax, ex->order[ex->cp[c].evict], ex->order[ex->cp[c].first]);
+        if (ax.oom || (ax.n_edges && !bp__grow(&ex->a, (void **)&ex->fences, &ex->cap_fences, 2 * (ex->n_fences + ax.n_edges),
+                                               sizeof *ex->fences))) {
+            s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
+            goto done;
+        }
+        /* With copies, the ops also run in plan order: the copy tenants above
+         * leave a race on about 1 % of random plans (docs/design/fallback.md) */
+        for (int32_t st = 0; ex->n_cp && st + 1 < no; st++) ex_acc_edge(&ax, ex->order[st], ex->order[st + 1]);
+        if (ax.oom || (ax.n_edges && !bp__grow(&ex->a, (void **)&ex->fences, &ex->cap_fences, 2 * (ex->n_fences + ax.n_edges),
+                                               sizeof *ex->fences))) {
+            s = bp__err(err, BP_ERR_NOMEM, "%s: out of memory", g->name);
+            goto done;
+        }
+        for (size_t k = 0; k < ax.n_edges; k++) {
+            int32_t from = ax.edges[2 * k], to = ax.edges[2 * k + 1];
+            assert(ex->step[from] < ex->step[to]);
+            ex->fences[2 * ex->n_fences] = from;
+            ex->fences[2 * ex->n_fences + 1] = to;
+            ex->n_fences++;
+        }
     }
     /* successors = data preds reversed + fences */
     for (int32_t op = 0; op < no; op++)
@@ -980,9 +1067,10 @@ done:
     bp__free(&ex->a, pred_off, ((size_t)no + 1) * sizeof *pred_off);
     bp__free(&ex->a, pred, (g->n_io ? g->n_io : 1) * sizeof *pred);
     bp__free(&ex->a, tid, (size_t)(nt ? nt : 1) * sizeof *tid);
-    bp__free(&ex->a, ten, (size_t)(nt ? nt : 1) * sizeof *ten);
-    bp__free(&ex->a, amark, (size_t)(nt ? nt : 1) * sizeof *amark);
-    bp__free(&ex->a, acc_off, ((size_t)nt + 2) * sizeof *acc_off);
+    bp__free(&ex->a, ten, (size_t)(ntt ? ntt : 1) * sizeof *ten);
+    bp__free(&ex->a, amark, (size_t)(ntt ? ntt : 1) * sizeof *amark);
+    bp__free(&ex->a, acc_off, ((size_t)ntt + 2) * sizeof *acc_off);
+    bp__free(&ex->a, ax.edges, ax.cap_edges * sizeof *ax.edges);
     bp__free(&ex->a, acc, (acc_cap > g->n_io ? acc_cap : (g->n_io ? g->n_io : 1)) * sizeof *acc);
     return s;
 }
@@ -1076,6 +1164,8 @@ static bp_status ex_new_in(const bp_graph *g, const bp_plan *plan, const bp_exec
     if ((s = ex_setup_handles(ex, err))) goto fail;
     if ((s = ex_setup_ops(ex, err))) goto fail;
     if ((s = bp__exec_shapes_fill(ex, NULL, err))) goto fail;
+    /* copies are replayed in planned mode; safe and dynamic mode keep every storage until its last use */
+    if (plan->n_copies && o->mode == BP_EXEC_PLANNED && (s = bp__exec_copies_setup(ex, err))) goto fail;
     if (ex->threads > 1 && (s = ex_setup_deps(ex, err))) goto fail;
     if (g->n_bodies && (s = bp__exec_cf_setup(ex, &ex_cf_vt, err))) goto fail;
     if (pthread_mutex_init(&ex->mu, NULL)) { s = bp__err(err, BP_ERR_NOMEM, "%s: cannot create a mutex", g->name); goto fail; }

@@ -114,6 +114,18 @@ struct bp_exec {
     /* the shapes kernels see (shapes.c) */
     int64_t *tdims;                /* laid out like g->dims, symbols replaced by their values */
     bp_exec_shape *ioshape;        /* n_io: per op input/output slot, like bufs */
+    /* recompute and offload (copies.c; planned mode, a plan with copies) */
+    const bp_copy *cp; int32_t n_cp;
+    int32_t *c_beg;                /* nt + 1: each root's copies in cp (sorted by tensor, first) */
+    uint64_t *c_size;              /* nt: a root's bytes, as a copy holds them */
+    void **c_ptr, **c_prev;        /* n_cp: the copy's address, the previous residency's */
+    void **c_host;                 /* n_cp: a prefetch's host buffer, between offload and prefetch */
+    bp_exec_buf **c_rbuf;          /* n_cp: a recompute's kernel buffers (NULL data: tptr at run time) */
+    void **cptr;                   /* n_io: a slot's address in its storage's current copy, NULL: tptr */
+    int32_t *pre_off, *pre;        /* per op: the copies made before it runs */
+    int32_t *post_off, *post;      /* per op: the prefetch copies it offloads for, after it runs */
+    bp_pool *hpool;                /* host buffers of offloads */
+    atomic_uint_fast64_t n_recomputed, n_offloaded;
     /* every metadata block, freed together */
     bp__exec_block *blocks; size_t n_blocks, cap_blocks;
 };
@@ -148,5 +160,26 @@ void bp__exec_slices_fill(bp_exec *ex);
 /* views.c: caps each broadcast view's tbytes[] at its root's bytes (it
  * never reads past them); BP_ERR_NOMEM on allocation failure. */
 bp_status bp__exec_clamp_views(const bp_graph *g, uint64_t *tbytes, bp_error *err);
+
+/* exec.c: n zeroed bytes freed with the executor (NULL on OOM). */
+void *bp__exec_alloc(bp_exec *ex, size_t n);
+
+/* copies.c: the replay of a plan's copies (planned mode).  setup resolves
+ * every address and the per-op lists after ex_setup_ops; pre runs the copies
+ * made before op (prefetches, recomputes with the op's kernel), post the
+ * offloads after it; release returns host buffers left by a failed run. */
+#define BP__EXEC_RBUF_MAX 16
+bp_status bp__exec_copies_setup(bp_exec *ex, bp_error *err);
+bp_status bp__exec_copies_pre(bp_exec *ex, int32_t op, int thr, bp_error *err);
+bp_status bp__exec_copies_post(bp_exec *ex, int32_t op, bp_error *err);
+void bp__exec_copies_release(bp_exec *ex);
+/* The copy of root r current at step s, -1: its first placement. */
+int32_t bp__exec_copy_at(const bp_exec *ex, int32_t r, int32_t s);
+/* Where member t of its root lies in residency c (-1: the first placement). */
+void *bp__exec_copy_addr(const bp_exec *ex, int32_t t, int32_t c);
+/* Parallel replay: the copies as tenants ten[first ..] (returns how many),
+ * and the accesses the copies make (add(ctx, tensor, residency, op)). */
+int32_t bp__exec_copies_tenants(const bp_exec *ex, int32_t first, bp__tenant *ten);
+void bp__exec_copies_accesses(const bp_exec *ex, void (*add)(void *ctx, int32_t t, int32_t c, int32_t op), void *ctx);
 
 #endif /* BP_EXEC_INTERNAL_H */

@@ -2,7 +2,8 @@
 # `bufplan verify` from its JSON, copies and stats in it), --fallback none
 # keeps the plain refusal, a budget below the largest working set gets the
 # certificate (exit 1), and bad input gets exit 2 with a clear message.
-# The executor, viz and the plan cache refuse plans with copies cleanly.
+# `run --plan --verify` replays the copies on 1 and 2 threads and matches safe
+# mode; viz and the plan cache refuse plans with copies cleanly.
 source "$(dirname "$0")/harness.bash"
 "$CLI" gen transformer --training --layers 2 -o "$tmp/g.json" || bad "gen"
 "$CLI" plan "$tmp/g.json" -o "$tmp/base.json" -q || bad "plan without a budget"
@@ -24,6 +25,9 @@ types = {e["type"] for e in d["events"]}
 assert ("RECOMPUTE" in types) == ("recompute" in kinds) and ("PREFETCH" in types) == ("prefetch" in kinds), types
 PY
     "$CLI" verify "$tmp/g.json" "$tmp/p.json" >/dev/null || bad "$fb: bufplan verify rejects the plan"
+    for th in 1 2; do
+      expect_msg 0 "matches the safe run" "$CLI" run "$tmp/g.json" --plan "$tmp/p.json" --verify --threads $th
+    done
     "$CLI" plan "$tmp/g.json" --budget "$budget" --fallback "$fb" --format csv -o "$tmp/p.csv" -q || bad "$fb: csv"
   else
     grep -q "smallest budget bufplan can fit" "$tmp/err" || bad "$fb: refused without a certificate: $(cat "$tmp/err")"
