@@ -31,15 +31,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-void *bp__exec_alloc(bp_exec *ex, size_t n)
-{
-    if (!n) n = 1;
-    if (!bp__grow(&ex->a, (void **)&ex->blocks, &ex->cap_blocks, ex->n_blocks + 1, sizeof *ex->blocks)) return NULL;
-    void *p = bp__calloc(&ex->a, 1, n);
-    if (!p) return NULL;
-    ex->blocks[ex->n_blocks++] = (bp__exec_block){p, n};
-    return p;
-}
 #define EX_ARR(ex, ptr, count) ((ptr) = bp__exec_alloc((ex), (size_t)(count) * sizeof *(ptr)))
 
 int bp_exec_noop_kernel(void *user, const bp_exec_call *c, bp_error *err)

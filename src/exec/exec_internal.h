@@ -161,8 +161,17 @@ void bp__exec_slices_fill(bp_exec *ex);
  * never reads past them); BP_ERR_NOMEM on allocation failure. */
 bp_status bp__exec_clamp_views(const bp_graph *g, uint64_t *tbytes, bp_error *err);
 
-/* exec.c: n zeroed bytes freed with the executor (NULL on OOM). */
-void *bp__exec_alloc(bp_exec *ex, size_t n);
+/* n zeroed bytes, freed with the executor (NULL on OOM); inline, so that
+ * every file of the folder allocates alike without calling into exec.c. */
+static inline void *bp__exec_alloc(bp_exec *ex, size_t n)
+{
+    if (!n) n = 1;
+    if (!bp__grow(&ex->a, (void **)&ex->blocks, &ex->cap_blocks, ex->n_blocks + 1, sizeof *ex->blocks)) return NULL;
+    void *p = bp__calloc(&ex->a, 1, n);
+    if (!p) return NULL;
+    ex->blocks[ex->n_blocks++] = (bp__exec_block){p, n};
+    return p;
+}
 
 /* copies.c: the replay of a plan's copies (planned mode).  setup resolves
  * every address and the per-op lists after ex_setup_ops; pre runs the copies
