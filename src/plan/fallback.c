@@ -292,7 +292,8 @@ static bp_status attempt(fb_model *m, uint64_t budget, uint64_t floor, double de
 /* ------------------------------------------------- small-graph search */
 
 #define FB_SEARCH_OPS 400        /* the search runs on graphs up to this many ops */
-#define FB_SEARCH_REPLAYS 3000   /* its deterministic work budget: replays and repairs */
+#define FB_SEARCH_REPLAYS 3000   /* its deterministic work budget: rebuilds (replay and repair), */
+#define FB_SEARCH_WORK 100000    /* and at most this many over the ops (a rebuild is O(n log n)) */
 #define FB_VARIANTS 4            /* scoring variants of the greedy (cand_score) */
 
 /* The added cost of the model's copies: each recompute's op, each offload's
@@ -373,7 +374,8 @@ static bp_status search(fb_model *m, uint64_t budget, uint64_t floor, double dea
     fb_log cur = {0}, tmp = {0}, best = {0};
     double best_cost = 0;
     bool any = false;
-    int left = FB_SEARCH_REPLAYS;
+    int left = FB_SEARCH_WORK / (m->no ? m->no : 1);
+    if (left > FB_SEARCH_REPLAYS) left = FB_SEARCH_REPLAYS;
     bp_status st = BP_OK;
     for (int v = 0; v < FB_VARIANTS && !st; v++) {
         bool f = false;
