@@ -21,7 +21,9 @@
  * recomputed) exceeds the budget, and the smallest budget bufplan fits.
  */
 #include "plan/fallback.h"
+#include "schedule/schedule_internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,15 +73,46 @@ static fb_cand heap_pop(fb_heap *h)
     return top;
 }
 
-/* Scores candidate (k, i, mode) now; false when it is no longer one. */
+/* Scores candidate (k, i, mode) now; false when it is no longer one.  The
+ * score is cost per byte; the other variants of the small-graph search
+ * (m->variant) weigh the gap freed or the bytes more. */
 static bool cand_score(const fb_model *m, fb_cand *c)
 {
     const fb_store *x = &m->st[c->k];
     double cost = c->mode == FB_RECOMP ? bp__fb_recomp_cost(m, c->k, x->use[c->i], 0) : bp__fb_offload_cost(m, c->k, c->i);
     if (cost < 0) return false;
-    c->score = cost / (double)(x->size ? x->size : 1);
+    double b = (double)(x->size ? x->size : 1);
     c->gap = x->use[c->i] - x->use[c->i - 1];
+    switch (m->variant) {
+    case 1: c->score = cost / (b * (double)c->gap); break;
+    case 2: c->score = cost / (b * b); break;
+    case 3: c->score = cost; break;
+    default: c->score = cost / b; break;
+    }
     return true;
+}
+
+/* The evictions applied, in order, so that a plan can be replayed without
+ * one of them (the removal pass of the small-graph search). */
+typedef struct fb_ev {
+    int32_t k, step;
+    uint8_t mode;
+} fb_ev;
+
+typedef struct fb_log {
+    fb_ev *e;
+    size_t n, cap;
+} fb_log;
+
+/* Evicts the gap before use i of storage k and logs it (log may be NULL). */
+static bp_status evict_logged(fb_model *m, fb_log *log, int32_t k, int32_t i, uint8_t mode, bp_error *err)
+{
+    if (log) {
+        if (!bp__grow(m->a, (void **)&log->e, &log->cap, log->n + 1, sizeof *log->e))
+            return bp__err(err, BP_ERR_NOMEM, "%s: out of memory planning recomputes", m->g->name);
+        log->e[log->n++] = (fb_ev){k, m->st[k].use[i], mode};
+    }
+    return bp__fb_evict(m, k, i, mode, err);
 }
 
 /* The gap of storage k around step P: use index i with use[i-1] < P < use[i]
@@ -110,7 +143,7 @@ static bp_status gather(fb_model *m, int32_t P, fb_heap *h)
 }
 
 /* Lowers the live peak to target; *stuck when a peak has no candidate left. */
-static bp_status reduce(fb_model *m, int64_t target, double deadline, fb_heap *h, bool *stuck, bp_error *err)
+static bp_status reduce(fb_model *m, int64_t target, double deadline, fb_heap *h, fb_log *log, bool *stuck, bp_error *err)
 {
     *stuck = false;
     size_t cap = 1024;   /* evictions: a bound against recompute reads re-raising a peak forever */
@@ -131,7 +164,7 @@ static bp_status reduce(fb_model *m, int64_t target, double deadline, fb_heap *h
                 if (!heap_push(m->a, h, c)) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory", m->g->name);
                 continue;
             }
-            bp_status s = bp__fb_evict(m, c.k, c.i, c.mode, err);
+            bp_status s = evict_logged(m, log, c.k, c.i, c.mode, err);
             if (s) return s;
             if (++done > cap) { *stuck = true; return BP_OK; }
         }
@@ -193,7 +226,7 @@ static bp_status pack(fb_model *m, fb_pack *k, bp_error *err)
 
 /* Offloads every kept gap of the storages with a copy above the budget (all
  * of them when all is set), so the packer may move their pieces. */
-static bp_status split_high(fb_model *m, const fb_pack *k, uint64_t budget, bool all, bp_error *err)
+static bp_status split_high(fb_model *m, const fb_pack *k, uint64_t budget, bool all, fb_log *log, bp_error *err)
 {
     size_t j = 0;
     for (size_t s = 0; s < m->ns; s++) {
@@ -204,24 +237,25 @@ static bp_status split_high(fb_model *m, const fb_pack *k, uint64_t budget, bool
         if (!high || !x->can_pref) continue;
         for (int32_t i = 1; i < x->n; i++) {
             if (x->mode[i] != FB_KEEP) continue;
-            bp_status st = bp__fb_evict(m, (int32_t)s, i, FB_PREF, err);
+            bp_status st = evict_logged(m, log, (int32_t)s, i, FB_PREF, err);
             if (st) return st;
         }
     }
     return BP_OK;
 }
 
-/* One attempt at a budget: the greedy and its packing, then (offload
- * allowed) the last resorts.  *fits tells whether k holds a plan within it. */
-static bp_status attempt(fb_model *m, uint64_t budget, uint64_t floor, double deadline, fb_pack *k, bool *fits, bp_error *err)
+/* The greedy from the model's current state: lower the live peak to the
+ * budget, pack, and while the arena is over it lower the target and go on.
+ * *fits tells whether k holds a plan within the budget. */
+static bp_status rounds(fb_model *m, uint64_t budget, uint64_t floor, double deadline, fb_pack *k, fb_log *log, bool *fits, bp_error *err)
 {
     fb_heap h = {0};
-    bp_status st = bp__fb_model_reset(m, err);
+    bp_status st = BP_OK;
     int64_t target = (int64_t)budget;
     *fits = false;
     for (int round = 0; !st && round < 64; round++) {
         bool stuck = false;
-        st = reduce(m, target, deadline, &h, &stuck, err);
+        st = reduce(m, target, deadline, &h, log, &stuck, err);
         if (!st) st = pack(m, k, err);
         if (st || k->arena <= budget) { *fits = !st; break; }
         /* below the live peak reached, by twice the excess: each round costs a packing */
@@ -232,14 +266,142 @@ static bp_status attempt(fb_model *m, uint64_t budget, uint64_t floor, double de
         target -= step;
     }
     bp__free(m->a, h.c, h.cap * sizeof *h.c);
+    return st;
+}
+
+/* One attempt at a budget: the greedy from the plan's own residency and its
+ * packing, then (offload allowed) the last resorts.  *fits tells whether k
+ * holds a plan within it; log (may be NULL) gets the evictions applied. */
+static bp_status attempt(fb_model *m, uint64_t budget, uint64_t floor, double deadline, fb_pack *k, fb_log *log, bool *fits, bp_error *err)
+{
+    bp_status st = bp__fb_model_reset(m, err);
+    if (log) log->n = 0;
+    *fits = false;
+    if (!st) st = rounds(m, budget, floor, deadline, k, log, fits, err);
     if (st || *fits || !(m->allow & BP_FALLBACK_OFFLOAD)) return st;
     /* the last resorts */
     for (int r = 0; r < 3 && !st && !*fits; r++) {
-        if (r == 2) st = bp__fb_model_reset(m, err);
-        if (!st) st = split_high(m, k, budget, r == 2, err);
+        if (r == 2) { st = bp__fb_model_reset(m, err); if (log) log->n = 0; }
+        if (!st) st = split_high(m, k, budget, r == 2, log, err);
         if (!st) st = pack(m, k, err);
         if (!st) *fits = k->arena <= budget;
     }
+    return st;
+}
+
+/* ------------------------------------------------- small-graph search */
+
+#define FB_SEARCH_OPS 400        /* the search runs on graphs up to this many ops */
+#define FB_SEARCH_REPLAYS 3000   /* its deterministic work budget: rebuilds (replay and repair), */
+#define FB_SEARCH_WORK 100000    /* and at most this many over the ops (a rebuild is O(n log n)) */
+#define FB_VARIANTS 4            /* scoring variants of the greedy (cand_score) */
+
+/* The added cost of the model's copies: each recompute's op, each offload's
+ * full transfer (an upper bound of what is not hidden). */
+static double model_cost(const fb_model *m)
+{
+    double c = 0;
+    for (size_t k = 0; k < m->ns; k++) {
+        const fb_store *x = &m->st[k];
+        for (int32_t i = 1; i < x->n; i++)
+            c += x->mode[i] == FB_RECOMP ? bp__op_cost(m->g, x->op) : x->mode[i] == FB_PREF ? bp__fb_xfer(m, (int32_t)k) : 0;
+    }
+    return c;
+}
+
+/* Rebuilds the model from the plan's residency with the evictions of src but
+ * entry skip (SIZE_MAX: none); those still applicable go to dst. */
+static bp_status replay(fb_model *m, const fb_log *src, size_t skip, fb_log *dst, bp_error *err)
+{
+    bp_status st = bp__fb_model_reset(m, err);
+    dst->n = 0;
+    for (size_t j = 0; j < src->n && !st; j++) {
+        if (j == skip) continue;
+        const fb_ev *e = &src->e[j];
+        const fb_store *x = &m->st[e->k];
+        int32_t i = bp__fb_use_at(x, e->step);
+        if (i <= 0 || i >= x->n || x->use[i] != e->step || x->mode[i] != FB_KEEP) continue;
+        if (e->mode == FB_RECOMP && bp__fb_recomp_cost(m, e->k, e->step, 0) < 0) continue;
+        st = evict_logged(m, dst, e->k, i, e->mode, err);
+    }
+    return st;
+}
+
+static bool log_copy(const bp_allocator *a, fb_log *dst, const fb_log *src)
+{
+    if (!bp__grow(a, (void **)&dst->e, &dst->cap, src->n ? src->n : 1, sizeof *dst->e)) return false;
+    if (src->n) memcpy(dst->e, src->e, src->n * sizeof *dst->e);
+    dst->n = src->n;
+    return true;
+}
+
+/* Local improvement of the plan in cur (the model holds it, cost *c): for
+ * each eviction, latest first, rebuild without it and repair with the greedy;
+ * keep the result when it fits and costs less (or the same with fewer
+ * evictions).  Stops at the work budget *left. */
+static bp_status improve(fb_model *m, uint64_t budget, uint64_t floor, double deadline, fb_pack *k, fb_log *cur, fb_log *tmp,
+                         double *c, int *left, bp_error *err)
+{
+    bp_status st = BP_OK;
+    bool better = true;
+    while (better && !st) {
+        better = false;
+        for (size_t j = cur->n; j-- > 0 && !st && *left > 0;) {
+            --*left;
+            bool fits = false;
+            st = replay(m, cur, j, tmp, err);
+            if (!st) st = rounds(m, budget, floor, deadline, k, tmp, &fits, err);
+            if (st || !fits) continue;
+            double c2 = model_cost(m);
+            if (c2 < *c - 1e-9 || (c2 <= *c && tmp->n < cur->n)) {
+                fb_log t = *cur; *cur = *tmp; *tmp = t;
+                *c = c2;
+                better = true;
+                if (j > cur->n) j = cur->n;
+            }
+        }
+    }
+    return st;
+}
+
+/* The plan at a budget.  Large graphs: one attempt.  Small ones (up to
+ * FB_SEARCH_OPS ops): every scoring variant of the greedy, each improved
+ * by improve(), and the cheapest that fits, rebuilt into the model and k.
+ * Deterministic: the work budget counts replays, not time. */
+static bp_status search(fb_model *m, uint64_t budget, uint64_t floor, double deadline, fb_pack *k, bool *fits, bp_error *err)
+{
+    if (m->no > FB_SEARCH_OPS) return attempt(m, budget, floor, deadline, k, NULL, fits, err);
+    fb_log cur = {0}, tmp = {0}, best = {0};
+    double best_cost = 0;
+    bool any = false;
+    int left = FB_SEARCH_WORK / (m->no ? m->no : 1);
+    if (left > FB_SEARCH_REPLAYS) left = FB_SEARCH_REPLAYS;
+    bp_status st = BP_OK;
+    for (int v = 0; v < FB_VARIANTS && !st; v++) {
+        bool f = false;
+        m->variant = v;
+        st = attempt(m, budget, floor, deadline, k, &cur, &f, err);
+        if (st || !f) continue;
+        double c = model_cost(m);
+        st = improve(m, budget, floor, deadline, k, &cur, &tmp, &c, &left, err);
+        if (st) break;
+        if (!any || c < best_cost - 1e-9) {
+            if (!log_copy(m->a, &best, &cur)) st = bp__err(err, BP_ERR_NOMEM, "%s: out of memory planning recomputes", m->g->name);
+            best_cost = c;
+            any = true;
+        }
+    }
+    m->variant = 0;
+    *fits = false;
+    if (!st && any) {
+        st = replay(m, &best, SIZE_MAX, &tmp, err);
+        if (!st) st = pack(m, k, err);
+        if (!st) *fits = k->arena <= budget;
+        assert(st || *fits);   /* the replayed best fitted when it was found */
+    }
+    bp__free(m->a, cur.e, cur.cap * sizeof *cur.e);
+    bp__free(m->a, tmp.e, tmp.cap * sizeof *tmp.e);
+    bp__free(m->a, best.e, best.cap * sizeof *best.e);
     return st;
 }
 
@@ -305,7 +467,7 @@ static uint64_t smallest_fit(fb_model *m, uint64_t lo, uint64_t hi, uint64_t flo
         uint64_t mid = lo + (hi - lo) / 2;
         bool fits = false;
         bp_error e;
-        if (attempt(m, mid, floor, deadline, k, &fits, &e)) break;
+        if (attempt(m, mid, floor, deadline, k, NULL, &fits, &e)) break;
         if (fits) hi = mid; else lo = mid;
     }
     return hi;
@@ -370,7 +532,7 @@ bp_status bp__plan_fallback(const bp_graph *g, const bp_plan_options *o, bp_plan
     int32_t at;
     uint64_t floor = floor_of(&m, ws, NULL, &at);
     bool fits = false;
-    if (o->budget >= floor) st = attempt(&m, o->budget, floor, deadline, &k, &fits, err);
+    if (o->budget >= floor) st = search(&m, o->budget, floor, deadline, &k, &fits, err);
     if (!st && fits) st = bp__fb_write_plan(&m, p, k.off, k.arena, err);
     else if (!st) st = certificate(&m, o, ws, floor, at, deadline, &k, err);
     pack_free(m.a, &k);

@@ -43,6 +43,7 @@ typedef struct fb_model {
     const bp_allocator *a;
     unsigned allow;        /* BP_FALLBACK_* */
     double bw;             /* bytes per cost unit */
+    int variant;           /* the greedy's scoring variant (fallback.c) */
     int32_t no;
     size_t ns;
     fb_store *st;

@@ -164,7 +164,7 @@ static double ensure_cost(const fb_model *m, int32_t k, int32_t s, int depth, in
     if (j == 0) return -1;
     double c;
     if (j == x->n) { tail_mode(m, k, s, depth, work, &c); return c; }
-    if (x->mode[j] == FB_KEEP) return 0;
+    if (x->mode[j] == FB_KEEP || x->use[j - 1] == s - 1) return 0;   /* kept, or just used: kept for free */
     if (x->mode[j] == FB_PREF) return bp__fb_xfer(m, k);
     return recomp_cost(m, k, s, depth + 1, work);
 }
@@ -221,11 +221,20 @@ bp_status bp__fb_ensure(fb_model *m, int32_t k, int32_t s, int depth, bp_error *
     bool tail = j == x->n;
     int work = FB_MAX_WORK;
     double cost;
-    uint8_t mode = tail ? tail_mode(m, k, s, depth, &work, &cost) : x->mode[j];
     int32_t prev = x->use[j - 1];
+    bool evicted = !tail && x->mode[j] != FB_KEEP;
+    /* a use right after the previous one keeps the bytes (no step between
+     * frees anything); likewise the evicted gap after s when the next use is
+     * at s + 1, whose recompute or prefetch would buy nothing */
+    uint8_t mode = (!tail && !evicted) || prev == s - 1 ? FB_KEEP : tail ? tail_mode(m, k, s, depth, &work, &cost) : x->mode[j];
+    if (evicted && x->use[j] == s + 1) {
+        if (x->mode[j] == FB_PREF) fen_add(m, prev + 1, x->use[j], -bp__fb_xfer(m, k));
+        x->mode[j] = FB_KEEP;
+    }
     if (!use_insert(m, x, j, s, mode)) return bp__err(err, BP_ERR_NOMEM, "%s: out of memory planning recomputes", m->g->name);
     if (mode == FB_KEEP) {
         if (tail) bp__fb_live_add(m, prev + 1, s, (int64_t)x->size);
+        else if (evicted) bp__fb_live_add(m, s, s, (int64_t)x->size);
         return BP_OK;
     }
     bp__fb_live_add(m, s, s, (int64_t)x->size);
