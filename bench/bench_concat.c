@@ -47,6 +47,37 @@ static int bind_all(bp_graph *g)
     return 0;
 }
 
+/* An ONNX model with symbols in its graph inputs is read again with those
+ * symbols bound to 1 at import (as `plan --dim N=1` does), so that shape
+ * inference computes the inner dimensions from them; binding every symbol
+ * after import instead gives a Reshape's inferred symbol its own value. */
+static bp_status reimport_bound(const char *path, bp_graph **g, bp_error *e)
+{
+    const char *names[16];
+    int64_t ones[16];
+    int n = 0;
+    for (int32_t t = 0; t < bp_graph_n_tensors(*g); t++) {
+        if (!(bp_graph_tensor_flags(*g, t) & BP_TENSOR_INPUT)) continue;
+        for (int i = 0; i < bp_graph_tensor_rank(*g, t); i++) {
+            const char *s = bp_graph_tensor_dim_symbol(*g, t, i);
+            int seen = 0;
+            for (int k = 0; k < n; k++) seen |= s && !strcmp(names[k], s);
+            if (s && !seen && n < 16) { names[n] = s; ones[n++] = 1; }
+        }
+    }
+    if (!n) return BP_OK;
+    bp_onnx_options oo;
+    bp_onnx_options_init(&oo);
+    oo.n_dims = n;
+    oo.dim_names = names;
+    oo.dim_values = ones;
+    bp_graph *h = NULL;
+    bp_status s = bp_onnx_read(path, &oo, NULL, &h, e);
+    bp_graph_free(*g);   /* the names point into *g: freed after the read */
+    *g = h;
+    return s;
+}
+
 static int count_concat(const bp_graph *g)
 {
     int n = 0;
@@ -174,6 +205,7 @@ static int walk(const char *dir, int depth, bool quick, row *rows, int *n, int c
                 rs = bp_onnx_read(path, &oo, NULL, &g, &e);
             } else {
                 rs = bp_graph_read(path, NULL, &g, &e);
+                if (!rs && ends_with(names[i], ".onnx")) rs = reimport_bound(path, &g, &e);
             }
             if (rs || bind_all(g)) { fprintf(stderr, "skip %s: %s\n", path, g ? "cannot bind" : e.msg); bp_graph_free(g); free(names[i]); continue; }
             char label[96];
